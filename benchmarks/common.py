@@ -1,0 +1,119 @@
+"""What every benchmark records beside its numbers, and how it writes them.
+
+Each result file carries the device, commit, date, settings and whether the run
+was ``--quick``, so a committed number can always be traced to the script and
+settings that produced it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def git_commit() -> str:
+    """The checked-out commit, with ``+dirty`` when tracked files differ from it."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def device_info(device: str = "cpu") -> dict[str, Any]:
+    """The machine a benchmark ran on: CPU, core count, memory and the GPU if used."""
+    info: dict[str, Any] = {"device": device, "cpu": cpu_name(), "cores": os.cpu_count(),
+                            "python": platform.python_version(), "platform": platform.platform()}
+    try:
+        info["memory_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError):
+        pass
+    if device.startswith("cuda"):
+        import torch
+
+        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    return info
+
+
+def metadata(*, settings: dict[str, Any], quick: bool, device: str = "cpu",
+             argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """The header every result file starts with."""
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "quick": quick,
+        "device": device_info(device),
+        "settings": settings,
+        "command": " ".join(["python -m", *(argv or [])]) if argv else None,
+    }
+
+
+def write_json(path: str | os.PathLike, obj: dict[str, Any]) -> Path:
+    """Write ``obj`` as JSON atomically (a reader never sees half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=False)
+        fh.write("\n")
+        tmp = fh.name
+    os.replace(tmp, path)
+    return path
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write text atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
+        fh.write(text)
+        tmp = fh.name
+    os.replace(tmp, path)
+    return path
+
+
+def markdown_header(title: str, meta: dict[str, Any]) -> str:
+    """The lines a Markdown result starts with: what, where, when, which commit."""
+    dev = meta["device"]
+    quick = " — **quick run (reduced sizes; not the full benchmark)**" if meta["quick"] else ""
+    lines = [
+        f"# {title}{quick}",
+        "",
+        f"- date: {meta['date']}",
+        f"- commit: `{meta['commit']}`",
+        f"- device: {dev['device']} — {dev['cpu']}, {dev['cores']} cores"
+        + (f", {dev['memory_gib']} GiB" if "memory_gib" in dev else "")
+        + (f", GPU {dev['gpu']}" if "gpu" in dev else ""),
+        f"- settings: `{json.dumps(meta['settings'], sort_keys=True)}`",
+    ]
+    if meta.get("command"):
+        lines.append(f"- command: `{meta['command']}`")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out) + "\n"

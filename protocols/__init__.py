@@ -1,0 +1,30 @@
+"""The protocol layer: PSI, homomorphic encryption, secure channels and aggregation,
+transports and the safe codec. It knows nothing of learning."""
+
+from protocols.errors import (
+    CryptoError,
+    DecodeError,
+    DropoutError,
+    DuplicateIDError,
+    EncodingOverflowError,
+    InputError,
+    PeerFailedError,
+    PeerTimeoutError,
+    ProtocolError,
+    SecureFLError,
+    TagMismatchError,
+)
+
+__all__ = [
+    "CryptoError",
+    "DecodeError",
+    "DropoutError",
+    "DuplicateIDError",
+    "EncodingOverflowError",
+    "InputError",
+    "PeerFailedError",
+    "PeerTimeoutError",
+    "ProtocolError",
+    "SecureFLError",
+    "TagMismatchError",
+]

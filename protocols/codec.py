@@ -1,0 +1,209 @@
+"""The safe wire codec: a typed JSON header followed by raw array bytes.
+
+Nothing a peer sends is ever unpickled or evaluated. A frame is::
+
+    b"SFL1" | uint32 LE header length | UTF-8 JSON header | payload bytes
+
+The header names the sender, the receiver, the tag and every field. A field is
+either a numpy array (dtype from a fixed whitelist, explicit shape, little-endian),
+raw ``bytes``, or a small JSON value (``None``, bool, int, float, str, or lists and
+string-keyed dicts of those). Decoding checks every length, offset and dtype and
+raises :class:`~protocols.errors.DecodeError` on anything malformed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from protocols.errors import DecodeError, InputError
+
+MAGIC = b"SFL1"
+VERSION = 1
+MAX_HEADER_BYTES = 1 << 20
+_PREFIX = struct.Struct("<4sI")
+
+# dtype name on the wire -> numpy dtype (always little-endian on the wire)
+_DTYPES: dict[str, np.dtype] = {
+    name: np.dtype(name).newbyteorder("<")
+    for name in ("bool", "uint8", "int8", "int16", "uint16", "int32", "uint32",
+                 "int64", "uint64", "float16", "float32", "float64")
+}
+_JSON_SCALARS = (type(None), bool, int, float, str)
+
+
+@dataclass(frozen=True, order=True)
+class Tag:
+    """What a message is: the round it belongs to, the protocol stage and a name.
+
+    Tags are compared exactly on receipt, so a message can never be mistaken for
+    another stage's or another round's.
+    """
+
+    round: int
+    stage: str
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.round, int) or isinstance(self.round, bool) or self.round < 0:
+            raise InputError(f"Tag.round must be a non-negative int, got {self.round!r}")
+        for attr in ("stage", "name"):
+            value = getattr(self, attr)
+            if not isinstance(value, str) or "/" in value:
+                raise InputError(f"Tag.{attr} must be a str without '/', got {value!r}")
+        if not self.stage:
+            raise InputError("Tag.stage must not be empty")
+
+    def __str__(self) -> str:
+        return f"r{self.round}/{self.stage}/{self.name}"
+
+    def to_json(self) -> list:
+        return [self.round, self.stage, self.name]
+
+    @classmethod
+    def from_json(cls, value: Any) -> "Tag":
+        if not (isinstance(value, list) and len(value) == 3):
+            raise DecodeError(f"malformed tag in header: {value!r}")
+        try:
+            return cls(*value)
+        except InputError as exc:
+            raise DecodeError(f"malformed tag in header: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Message:
+    """A decoded message: who sent it to whom, its tag, and its named fields."""
+
+    src: str
+    dst: str
+    tag: Tag
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self.fields[name]
+        except KeyError:
+            raise DecodeError(
+                f"message {self.tag} from {self.src!r} has no field {name!r}"
+                f" (fields: {sorted(self.fields)})") from None
+
+
+def _check_json_value(value: Any, where: str, depth: int = 0) -> None:
+    if depth > 8:
+        raise InputError(f"field {where!r} is nested too deeply to encode")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"field {where!r} holds a non-finite float; send it as an array")
+    if isinstance(value, _JSON_SCALARS):
+        return
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_json_value(item, where, depth + 1)
+        return
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        for item in value.values():
+            _check_json_value(item, where, depth + 1)
+        return
+    raise InputError(f"field {where!r} has type {type(value).__name__}, which the codec does not carry")
+
+
+def encode(src: str, dst: str, tag: Tag, fields: Mapping[str, Any]) -> bytes:
+    """Encode one message into a frame. Arrays are sent as raw little-endian bytes."""
+    specs: list[dict] = []
+    chunks: list[bytes | memoryview] = []
+    offset = 0
+    for name, value in fields.items():
+        if not isinstance(name, str):
+            raise InputError(f"field names must be str, got {name!r}")
+        if isinstance(value, np.ndarray):
+            wire = _DTYPES.get(value.dtype.name)
+            if wire is None:
+                raise InputError(f"field {name!r}: dtype {value.dtype} is not carried by the codec")
+            data = np.ascontiguousarray(value, dtype=wire)
+            spec = {"name": name, "kind": "array", "dtype": value.dtype.name,
+                    "shape": list(value.shape), "offset": offset, "nbytes": data.nbytes}
+            chunks.append(memoryview(data).cast("B") if data.nbytes else b"")
+            offset += data.nbytes
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            raw = bytes(value)
+            spec = {"name": name, "kind": "bytes", "offset": offset, "nbytes": len(raw)}
+            chunks.append(raw)
+            offset += len(raw)
+        else:
+            _check_json_value(value, name)
+            spec = {"name": name, "kind": "json", "value": value}
+        specs.append(spec)
+    header = json.dumps({"v": VERSION, "src": src, "dst": dst, "tag": tag.to_json(),
+                         "fields": specs}, separators=(",", ":"), allow_nan=False).encode()
+    if len(header) > MAX_HEADER_BYTES:
+        raise InputError(f"message header is {len(header)} bytes, over the {MAX_HEADER_BYTES} limit;"
+                         " send large values as arrays")
+    return b"".join([_PREFIX.pack(MAGIC, len(header)), header, *chunks])
+
+
+def decode_header(frame: bytes | memoryview) -> tuple[dict, int]:
+    """Parse and validate a frame's header; return it and where the payload starts."""
+    view = memoryview(frame)
+    if len(view) < _PREFIX.size:
+        raise DecodeError(f"frame of {len(view)} bytes is too short")
+    magic, hlen = _PREFIX.unpack_from(view)
+    if magic != MAGIC:
+        raise DecodeError("frame does not start with the securefl magic bytes")
+    if hlen > MAX_HEADER_BYTES or _PREFIX.size + hlen > len(view):
+        raise DecodeError(f"frame header length {hlen} is out of range")
+    try:
+        header = json.loads(bytes(view[_PREFIX.size:_PREFIX.size + hlen]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DecodeError(f"frame header is not valid JSON: {exc}") from None
+    if not isinstance(header, dict) or header.get("v") != VERSION:
+        raise DecodeError("frame header has no supported version")
+    if not isinstance(header.get("src"), str) or not isinstance(header.get("dst"), str):
+        raise DecodeError("frame header lacks src/dst")
+    if not isinstance(header.get("fields"), list):
+        raise DecodeError("frame header lacks a field list")
+    return header, _PREFIX.size + hlen
+
+
+def _decode_field(spec: Any, payload: memoryview) -> tuple[str, Any]:
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        raise DecodeError(f"malformed field spec: {spec!r}")
+    name, kind = spec["name"], spec.get("kind")
+    if kind == "json":
+        return name, spec.get("value")
+    offset, nbytes = spec.get("offset"), spec.get("nbytes")
+    if not (isinstance(offset, int) and isinstance(nbytes, int) and 0 <= offset
+            and 0 <= nbytes and offset + nbytes <= len(payload)):
+        raise DecodeError(f"field {name!r}: offset/length out of range")
+    raw = payload[offset:offset + nbytes]
+    if kind == "bytes":
+        return name, bytes(raw)
+    if kind != "array":
+        raise DecodeError(f"field {name!r}: unknown kind {kind!r}")
+    dtype = _DTYPES.get(spec.get("dtype"))  # type: ignore[arg-type]
+    shape = spec.get("shape")
+    if dtype is None:
+        raise DecodeError(f"field {name!r}: dtype {spec.get('dtype')!r} is not allowed")
+    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        raise DecodeError(f"field {name!r}: malformed shape {shape!r}")
+    if math.prod(shape) * dtype.itemsize != nbytes:
+        raise DecodeError(f"field {name!r}: {nbytes} bytes do not fit shape {shape} of {dtype.name}")
+    array = np.frombuffer(raw, dtype=dtype).reshape(shape)
+    return name, array.astype(dtype.newbyteorder("="), copy=True)
+
+
+def decode(frame: bytes | memoryview) -> Message:
+    """Decode a frame into a :class:`Message`, validating everything."""
+    header, start = decode_header(frame)
+    payload = memoryview(frame)[start:]
+    fields: dict[str, Any] = {}
+    for spec in header["fields"]:
+        name, value = _decode_field(spec, payload)
+        if name in fields:
+            raise DecodeError(f"field {name!r} appears twice")
+        fields[name] = value
+    return Message(src=header["src"], dst=header["dst"], tag=Tag.from_json(header.get("tag")),
+                   fields=fields)

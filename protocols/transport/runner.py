@@ -1,0 +1,107 @@
+"""Run party-role functions together; one switch picks the backend.
+
+A role is ``fn(transport, **kwargs) -> result``. With ``backend="inprocess"`` every
+role runs in a thread of this process; with ``backend="torch"`` every role runs in
+its own process over torch.distributed (gloo) on localhost. The role code is the
+same for both.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from protocols.codec import Message
+from protocols.errors import InputError, PeerFailedError
+from protocols.transport.base import DEFAULT_TIMEOUT, Transport
+from protocols.transport.inprocess import InProcessNetwork
+
+Role = Callable[..., Any]
+BACKENDS = ("inprocess", "torch")
+
+
+@dataclass
+class RunResult:
+    """What a run produced: each party's return value, traffic and delivery log."""
+
+    results: dict[str, Any]
+    comm: dict[str, dict[str, Any]]
+    seconds: float
+    logs: dict[str, list[Message]] = field(default_factory=dict)
+
+    @property
+    def bytes(self) -> int:
+        """Total bytes sent by all parties."""
+        return sum(c["bytes_sent"] for c in self.comm.values())
+
+    @property
+    def messages(self) -> int:
+        return sum(c["messages_sent"] for c in self.comm.values())
+
+
+def run_parties(roles: Mapping[str, Role], *, kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+                backend: str = "inprocess", timeout: float = DEFAULT_TIMEOUT, record: bool = False,
+                port: int | None = None) -> RunResult:
+    """Run each party's role to completion and return their results.
+
+    ``kwargs[name]`` are passed to that party's role. If a party raises, the others
+    are woken with :class:`PeerFailedError` and the first party's own exception is
+    re-raised here.
+    """
+    if backend not in BACKENDS:
+        raise InputError(f"unknown transport backend {backend!r}; choose one of {list(BACKENDS)}")
+    if len(roles) < 2:
+        raise InputError(f"a run needs at least two parties, got {list(roles)}")
+    kwargs = kwargs or {}
+    unknown = set(kwargs) - set(roles)
+    if unknown:
+        raise InputError(f"kwargs given for unknown parties {sorted(unknown)}")
+    if backend == "torch":
+        from protocols.transport.torchdist import run_parties_torch
+        return run_parties_torch(roles, kwargs=kwargs, timeout=timeout, record=record, port=port)
+    return _run_inprocess(roles, kwargs, timeout, record)
+
+
+def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, Any]],
+                   timeout: float, record: bool) -> RunResult:
+    network = InProcessNetwork(roles, timeout=timeout, record=record)
+    results: dict[str, Any] = {}
+    failures: list[tuple[str, BaseException]] = []
+    lock = threading.Lock()
+
+    def target(name: str) -> None:
+        try:
+            value = roles[name](network[name], **kwargs.get(name, {}))
+            with lock:
+                results[name] = value
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+            with lock:
+                failures.append((name, exc))
+            network.abort(PeerFailedError(f"party {name!r} failed: {type(exc).__name__}: {exc}"))
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=target, args=(name,), name=f"party-{name}", daemon=True)
+               for name in roles]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - start
+    if failures:
+        raise _first_cause(failures)
+    return RunResult(results=results, seconds=seconds,
+                     comm={name: t.meter.to_dict() for name, t in network.transports.items()},
+                     logs={name: list(t.log) for name, t in network.transports.items()})
+
+
+def _first_cause(failures: list[tuple[str, BaseException]]) -> BaseException:
+    """The exception that started the failure, not the PeerFailedErrors it caused."""
+    for _, exc in failures:
+        if not isinstance(exc, PeerFailedError):
+            return exc
+    return failures[0][1]
+
+
+__all__ = ["BACKENDS", "RunResult", "Role", "Transport", "run_parties"]
