@@ -45,6 +45,9 @@ class PeerTimeoutError(ProtocolError, TimeoutError):
         self.tag = tag
         self.timeout = timeout
 
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.peer, self.tag, self.timeout))
+
 
 class PeerFailedError(ProtocolError):
     """Another party of the same run failed, so the awaited message will never come."""

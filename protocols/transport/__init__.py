@@ -1,7 +1,9 @@
 """Transports: tagged, counted message passing between named parties.
 
 ``run_parties(roles, backend="inprocess" | "torch")`` runs party-role functions;
-``InProcessNetwork`` and ``TorchDistTransport`` give a party its endpoint directly.
+``InProcessNetwork`` gives in-process endpoints directly and ``TorchDistTransport``
+(in :mod:`protocols.transport.torchdist`, imported lazily because it loads torch)
+puts a party in its own process or on its own machine.
 """
 
 from protocols.codec import Message, Tag

@@ -1,0 +1,193 @@
+"""The torch.distributed backend: one party per process or machine, over gloo.
+
+Each frame travels as an int64 length followed by its bytes on the point-to-point
+link between two ranks. One receiver thread per peer files arriving frames in the
+mailbox, so a party can await messages by tag in any order, and a silent peer ends
+in :class:`PeerTimeoutError` instead of a hang. A length of -1 closes a link.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import multiprocessing as mp
+import queue
+import socket
+import threading
+import time
+import traceback
+from typing import Any, Mapping
+
+import torch
+import torch.distributed as dist
+
+from protocols.errors import (DecodeError, InputError, PeerFailedError, ProtocolError,
+                              SecureFLError)
+from protocols.transport.base import DEFAULT_TIMEOUT, Transport
+
+_CLOSE = -1
+MAX_FRAME_BYTES = 1 << 34
+# The gloo group's own timeout bounds every blocking recv, including an idle
+# receiver thread's; waits for messages are bounded by the mailbox instead.
+_GROUP_TIMEOUT = _dt.timedelta(days=7)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port), with a one-line error for anything else."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host:
+        raise InputError(f"address {text!r} is not HOST:PORT")
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise InputError(f"invalid port {port_text!r} in {text!r}: must be an integer in 1-65535")
+    return host.strip("[]"), int(port_text)
+
+
+class TorchDistTransport(Transport):
+    """A party's endpoint on a torch.distributed (gloo) process group.
+
+    ``parties`` lists every party in rank order; all processes must pass the same
+    list. The party at rank 0 listens on ``host:port`` for the rendezvous.
+    """
+
+    def __init__(self, name: str, parties: tuple[str, ...], *, host: str, port: int,
+                 timeout: float = DEFAULT_TIMEOUT, connect_timeout: float = 60.0,
+                 record: bool = False) -> None:
+        super().__init__(name, tuple(parties), timeout=timeout, record=record)
+        if not 0 < port < 65536:
+            raise InputError(f"invalid port {port}: must be in 1-65535")
+        if dist.is_initialized():
+            raise ProtocolError("torch.distributed is already initialised in this process")
+        self.rank = self.parties.index(name)
+        store = dist.TCPStore(host, port, len(self.parties), is_master=self.rank == 0,
+                              timeout=_dt.timedelta(seconds=connect_timeout))
+        dist.init_process_group("gloo", store=store, rank=self.rank, world_size=len(self.parties),
+                                timeout=_GROUP_TIMEOUT)
+        self._send_locks = {peer: threading.Lock() for peer in self.peers}
+        self._closed = False
+        self._receivers = [threading.Thread(target=self._receive_loop, args=(peer,), daemon=True,
+                                            name=f"recv-{name}<-{peer}") for peer in self.peers]
+        for thread in self._receivers:
+            thread.start()
+
+    def _rank(self, party: str) -> int:
+        return self.parties.index(party)
+
+    def _receive_loop(self, peer: str) -> None:
+        src = self._rank(peer)
+        length = torch.zeros(1, dtype=torch.int64)
+        try:
+            while True:
+                dist.recv(length, src=src)
+                size = int(length.item())
+                if size == _CLOSE:
+                    self._mailbox.fail_peer(peer, PeerFailedError(f"party {peer!r} closed its transport"))
+                    return
+                if not 0 <= size <= MAX_FRAME_BYTES:
+                    self._mailbox.fail_peer(peer, DecodeError(f"party {peer!r} announced a frame of {size} bytes"))
+                    return
+                buf = torch.empty(size, dtype=torch.uint8)
+                if size:
+                    dist.recv(buf, src=src)
+                self._mailbox.put(peer, buf.numpy().tobytes())
+        except RuntimeError as exc:  # gloo reports a broken link as RuntimeError
+            self._mailbox.fail_peer(peer, ProtocolError(f"link to party {peer!r} broke: {exc}"))
+
+    def _send_raw(self, dst: str, size: int, payload: bytes | None) -> None:
+        with self._send_locks[dst]:
+            dist.send(torch.tensor([size], dtype=torch.int64), dst=self._rank(dst))
+            if payload:
+                dist.send(torch.frombuffer(bytearray(payload), dtype=torch.uint8), dst=self._rank(dst))
+
+    def _send_frame(self, dst: str, frame: bytes) -> None:
+        if self._closed:
+            raise ProtocolError(f"party {self.name!r} sent after closing its transport")
+        self._send_raw(dst, len(frame), frame)
+
+    def close(self, *, linger: float = 30.0) -> None:
+        """Tell every peer this party is done, wait for theirs, and leave the group."""
+        if self._closed:
+            return
+        self._closed = True
+        for peer in self.peers:
+            try:
+                self._send_raw(peer, _CLOSE, None)
+            except RuntimeError:
+                continue  # that peer is gone already; nothing to tell it
+        deadline = time.monotonic() + linger
+        for thread in self._receivers:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        if not any(thread.is_alive() for thread in self._receivers):
+            dist.destroy_process_group()
+
+
+def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, Any], port: int,
+           timeout: float, record: bool, results: Any) -> None:
+    """Body of one party's process: build the transport, run the role, report back."""
+    try:
+        transport = TorchDistTransport(name, parties, host="127.0.0.1", port=port, timeout=timeout,
+                                       record=record)
+        try:
+            value = role(transport, **kwargs)
+        finally:
+            transport.close()
+        results.put((name, "ok", value, transport.meter.to_dict(), transport.log if record else []))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
+        results.put((name, "error", _portable(exc), None, []))
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """The exception itself if it is one of ours or a builtin, else a ProtocolError with its text.
+
+    The parent process unpickles what its own child put on the queue; exceptions of
+    other libraries may not survive that, so they travel as text.
+    """
+    cls = type(exc)
+    if cls.__module__ in ("builtins", "protocols.errors") or issubclass(cls, SecureFLError):
+        return exc
+    return ProtocolError(f"{cls.__name__}: {exc}\n{traceback.format_exc()}")
+
+
+def run_parties_torch(roles: Mapping[str, Any], *, kwargs: Mapping[str, Mapping[str, Any]],
+                      timeout: float, record: bool, port: int | None) -> Any:
+    """Run each role in its own process over gloo on localhost (see ``run_parties``)."""
+    from protocols.transport.runner import RunResult, _first_cause
+
+    parties = tuple(roles)
+    port = port or free_port()
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_child, name=f"party-{name}", daemon=True,
+                         args=(name, parties, roles[name], dict(kwargs.get(name, {})), port, timeout,
+                               record, results)) for name in parties]
+    start = time.perf_counter()
+    for proc in procs:
+        proc.start()
+    collected: dict[str, tuple] = {}
+    while len(collected) < len(parties):
+        try:
+            name, status, value, meter, log = results.get(timeout=1.0)
+            collected[name] = (status, value, meter, log)
+        except queue.Empty:
+            dead = [p for p in procs if not p.is_alive() and p.name[6:] not in collected]
+            if dead and results.empty():
+                time.sleep(0.5)
+                if results.empty():
+                    for proc in procs:
+                        proc.kill()
+                    raise ProtocolError(f"party process {dead[0].name[6:]!r} exited with code"
+                                        f" {dead[0].exitcode} without a result")
+    seconds = time.perf_counter() - start
+    for proc in procs:
+        proc.join(timeout=30)
+    failures = [(n, c[1]) for n, c in collected.items() if c[0] == "error"]
+    if failures:
+        raise _first_cause(failures)
+    return RunResult(results={n: c[1] for n, c in collected.items()}, seconds=seconds,
+                     comm={n: c[2] for n, c in collected.items()},
+                     logs={n: c[3] for n, c in collected.items()})

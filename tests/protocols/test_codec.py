@@ -1,0 +1,99 @@
+"""The safe codec: round trips, and a clear DecodeError for everything malformed."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocols.codec import MAGIC, Tag, decode, encode
+from protocols.errors import DecodeError, InputError
+
+TAG = Tag(3, "psi", "blinded")
+
+
+def _frame_with_header(header: dict, payload: bytes = b"") -> bytes:
+    raw = json.dumps(header).encode()
+    return struct.pack("<4sI", MAGIC, len(raw)) + raw + payload
+
+
+def test_round_trip_keeps_every_field_kind():
+    fields = {"f64": np.arange(6, dtype=np.float64).reshape(2, 3), "u8": np.zeros(0, np.uint8),
+              "bool": np.array([True, False]), "blob": b"\x00\xff", "n": 7, "s": "é", "none": None,
+              "nested": {"a": [1, 2.5, "x"]}}
+
+    message = decode(encode("a", "b", TAG, fields))
+
+    assert (message.src, message.dst, message.tag) == ("a", "b", TAG)
+    assert set(message.fields) == set(fields)
+    for name in ("f64", "u8", "bool"):
+        np.testing.assert_array_equal(message[name], fields[name])
+        assert message[name].dtype == fields[name].dtype
+        assert message[name].flags.writeable
+    assert message["blob"] == b"\x00\xff" and message["nested"] == {"a": [1, 2.5, "x"]}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1), max_size=50), st.text(max_size=20))
+def test_round_trip_property_int64_and_text(values, text):
+    array = np.array(values, dtype=np.int64)
+
+    message = decode(encode("x", "y", Tag(0, "s"), {"v": array, "t": text}))
+
+    np.testing.assert_array_equal(message["v"], array)
+    assert message["t"] == text
+
+
+def test_object_arrays_and_pickleable_objects_are_refused():
+    with pytest.raises(InputError, match="dtype object"):
+        encode("a", "b", TAG, {"x": np.array([object()])})
+    with pytest.raises(InputError, match="type set"):
+        encode("a", "b", TAG, {"x": {1, 2}})
+
+
+@pytest.mark.parametrize("frame", [
+    b"",
+    b"XXXX\x00\x00\x00\x00",
+    struct.pack("<4sI", MAGIC, 999) + b"{}",
+    struct.pack("<4sI", MAGIC, 3) + b"\xff\xfe\x00",
+])
+def test_garbage_frames_raise_decode_error(frame):
+    with pytest.raises(DecodeError):
+        decode(frame)
+
+
+@pytest.mark.parametrize("spec", [
+    {"name": "x", "kind": "array", "dtype": "object", "shape": [1], "offset": 0, "nbytes": 8},
+    {"name": "x", "kind": "array", "dtype": "float64", "shape": [2], "offset": 0, "nbytes": 8},
+    {"name": "x", "kind": "array", "dtype": "float64", "shape": [-1], "offset": 0, "nbytes": 8},
+    {"name": "x", "kind": "bytes", "offset": 4, "nbytes": 8},
+    {"name": "x", "kind": "pickle", "offset": 0, "nbytes": 8},
+])
+def test_malformed_field_specs_raise_decode_error(spec):
+    header = {"v": 1, "src": "a", "dst": "b", "tag": [0, "s", ""], "fields": [spec]}
+
+    with pytest.raises(DecodeError):
+        decode(_frame_with_header(header, b"\x00" * 8))
+
+
+def test_duplicate_field_names_raise_decode_error():
+    spec = {"name": "x", "kind": "json", "value": 1}
+    header = {"v": 1, "src": "a", "dst": "b", "tag": [0, "s", ""], "fields": [spec, spec]}
+
+    with pytest.raises(DecodeError, match="twice"):
+        decode(_frame_with_header(header))
+
+
+def test_missing_field_names_the_field_and_tag():
+    message = decode(encode("a", "b", TAG, {"x": 1}))
+
+    with pytest.raises(DecodeError, match="no field 'y'"):
+        message["y"]
+
+
+@pytest.mark.parametrize("args", [(-1, "s", ""), (0, "", ""), (0, "a/b", ""), (True, "s", "")])
+def test_invalid_tags_are_refused(args):
+    with pytest.raises(InputError):
+        Tag(*args)

@@ -1,0 +1,43 @@
+"""Module-level role functions, so spawned processes can import them."""
+
+import time
+
+import numpy as np
+
+from protocols.codec import Tag
+
+RING = Tag(0, "ring", "value")
+
+
+def ring(transport, *, length: int = 1000):
+    """Each party sends its rank-filled vector to the next and sums what it got."""
+    me = transport.parties.index(transport.name)
+    nxt = transport.parties[(me + 1) % len(transport.parties)]
+    prev = transport.parties[me - 1]
+    transport.send(nxt, RING, v=np.full(length, me, dtype=np.float64))
+    return float(transport.recv(prev, RING)["v"].sum())
+
+
+def fails(transport):
+    raise KeyError("role failed on purpose")
+
+
+def waits(transport):
+    return transport.recv("fails", RING)
+
+
+def silent(transport):
+    time.sleep(3.0)  # alive but mute, longer than the waiter's timeout
+    return "said nothing"
+
+
+def quits(transport):
+    return "closed at once"
+
+
+def waits_for_quitter(transport):
+    return transport.recv("quits", RING, timeout=30.0)
+
+
+def waits_briefly(transport):
+    return transport.recv("silent", RING, timeout=1.0)

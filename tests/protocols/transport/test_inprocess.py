@@ -1,0 +1,105 @@
+"""The in-process transport: tags, counting, the delivery log, timeouts and failures."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from protocols.codec import Tag, encode
+from protocols.errors import InputError, PeerTimeoutError, TagMismatchError
+from protocols.transport import InProcessNetwork, run_parties
+
+A, B = Tag(0, "stage", "a"), Tag(0, "stage", "b")
+
+
+def test_messages_are_matched_by_tag_not_arrival_order():
+    net = InProcessNetwork(["p", "q"])
+    net["p"].send("q", A, x=1)
+    net["p"].send("q", B, x=2)
+
+    second = net["q"].recv("p", B)
+    first = net["q"].recv("p", A)
+
+    assert (first["x"], second["x"]) == (1, 2)
+
+
+def test_bytes_and_messages_are_counted_on_both_sides():
+    net = InProcessNetwork(["p", "q"])
+
+    sent = net["p"].send("q", A, v=np.zeros(100))
+    net["q"].recv("p", A)
+
+    assert sent > 800
+    assert net["p"].meter.bytes_sent == sent == net["q"].meter.bytes_received
+    assert net["p"].meter.to_dict()["per_tag"]["stage/a"] == {"bytes": sent, "messages": 1}
+    assert net["q"].meter.to_dict()["received_from"]["p"]["messages"] == 1
+
+
+def test_silent_peer_raises_timeout_naming_peer_and_tag():
+    net = InProcessNetwork(["p", "q"], timeout=0.2)
+
+    with pytest.raises(PeerTimeoutError, match=r"'q'.*r0/stage/a"):
+        net["p"].recv("q", A)
+
+
+def test_frame_claiming_another_sender_is_refused():
+    net = InProcessNetwork(["p", "q", "r"])
+    net["q"]._mailbox.put("p", encode("r", "q", A, {}))  # arrives on p's link, claims r
+
+    with pytest.raises(TagMismatchError, match="from 'r'"):
+        net["q"].recv("p", A)
+
+
+def test_frame_for_another_receiver_is_refused():
+    net = InProcessNetwork(["p", "q", "r"])
+    net["q"]._mailbox.put("p", encode("p", "r", A, {}))
+
+    with pytest.raises(TagMismatchError, match="to 'r'"):
+        net["q"].recv("p", A)
+
+
+def test_unknown_peer_is_an_input_error():
+    net = InProcessNetwork(["p", "q"])
+
+    with pytest.raises(InputError, match="no peer named 'z'"):
+        net["p"].send("z", A)
+
+
+def test_run_parties_returns_results_log_and_bytes():
+    def left(t):
+        t.send("right", A, v=np.arange(3))
+        return "left done"
+
+    def right(t, *, scale):
+        return int(t.recv("left", A)["v"].sum()) * scale
+
+    run = run_parties({"left": left, "right": right}, kwargs={"right": {"scale": 10}}, record=True)
+
+    assert run.results == {"left": "left done", "right": 30}
+    assert run.bytes == run.comm["left"]["bytes_sent"] > 0
+    assert [m.tag for m in run.logs["right"]] == [A] and run.logs["left"] == []
+
+
+def test_a_failing_party_wakes_the_others_and_its_error_is_raised():
+    def broken(t):
+        raise ValueError("party broke")
+
+    def waiting(t):
+        t.recv("broken", A, timeout=60)
+
+    done = threading.Event()
+
+    def run():
+        with pytest.raises(ValueError, match="party broke"):
+            run_parties({"broken": broken, "waiting": waiting})
+        done.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=10)
+    assert done.is_set(), "the waiting party was not woken"
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(InputError, match="unknown transport backend"):
+        run_parties({"a": lambda t: 0, "b": lambda t: 0}, backend="grpc")

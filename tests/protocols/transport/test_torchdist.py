@@ -1,0 +1,52 @@
+"""The torch.distributed (gloo) backend: real processes on localhost."""
+
+import pytest
+
+from protocols.errors import InputError, PeerFailedError, PeerTimeoutError
+from protocols.transport import run_parties
+from protocols.transport.torchdist import parse_address
+from tests.protocols.transport import roles
+
+pytestmark = pytest.mark.multiprocess
+
+
+def test_three_processes_exchange_tagged_messages_and_count_bytes():
+    run = run_parties({"a": roles.ring, "b": roles.ring, "c": roles.ring}, backend="torch",
+                      kwargs={"a": {"length": 10}, "b": {"length": 10}, "c": {"length": 10}},
+                      record=True, timeout=60)
+
+    assert run.results == {"a": 20.0, "b": 0.0, "c": 10.0}
+    assert all(c["messages_sent"] == 1 and c["messages_received"] == 1 for c in run.comm.values())
+    assert run.bytes == sum(c["bytes_received"] for c in run.comm.values())
+    assert [m.src for m in run.logs["a"]] == ["c"]
+
+
+def test_same_role_code_gives_same_result_on_both_backends():
+    parties = {"a": roles.ring, "b": roles.ring}
+
+    local = run_parties(parties)
+    remote = run_parties(parties, backend="torch", timeout=60)
+
+    assert local.results == remote.results
+    assert local.bytes == remote.bytes
+
+
+def test_error_in_one_process_is_reraised_in_the_caller():
+    with pytest.raises(KeyError, match="on purpose"):
+        run_parties({"fails": roles.fails, "waits": roles.waits}, backend="torch", timeout=60)
+
+
+def test_silent_peer_gives_timeout_naming_it():
+    with pytest.raises(PeerTimeoutError, match="'silent'"):
+        run_parties({"silent": roles.silent, "waiter": roles.waits_briefly}, backend="torch")
+
+
+def test_peer_that_closed_its_transport_fails_the_wait_at_once():
+    with pytest.raises(PeerFailedError, match="'quits' closed"):
+        run_parties({"quits": roles.quits, "waiter": roles.waits_for_quitter}, backend="torch")
+
+
+@pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", "host:abc", ":80"])
+def test_bad_addresses_give_one_line_errors(text):
+    with pytest.raises(InputError, match="HOST:PORT|invalid port"):
+        parse_address(text)
