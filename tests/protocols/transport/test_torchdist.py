@@ -50,3 +50,22 @@ def test_peer_that_closed_its_transport_fails_the_wait_at_once():
 def test_bad_addresses_give_one_line_errors(text):
     with pytest.raises(InputError, match="HOST:PORT|invalid port"):
         parse_address(text)
+
+
+def test_secure_aggregation_runs_across_three_processes():
+    import numpy as np
+
+    from protocols.channels import SecAggConfig, average_client, average_server
+
+    config = SecAggConfig(secure=True, threshold=2)
+    vectors = {"c0": np.array([1.0, -2.0, 3.5]), "c1": np.array([3.0, 4.0, -0.5])}
+    kwargs = {"server": {"clients": list(vectors), "config": config},
+              **{c: {"server": "server", "vector": v, "weight": 1.0, "config": config}
+                 for c, v in vectors.items()}}
+
+    run = run_parties({"server": average_server, "c0": average_client, "c1": average_client},
+                      kwargs=kwargs, backend="torch", timeout=60, record=True)
+
+    np.testing.assert_allclose(run.results["server"], [2.0, 1.0, 1.5], atol=1e-6)
+    masked = [m["y"] for m in run.logs["server"] if "y" in m.fields]
+    assert len(masked) == 2 and all(m.dtype == np.uint64 for m in masked)

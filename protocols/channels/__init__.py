@@ -1,0 +1,32 @@
+"""Secure channels and secure aggregation over a :class:`~protocols.transport.Transport`.
+
+* :class:`SecureChannel`: X25519 + HKDF-SHA256 + ChaCha20-Poly1305 between two parties.
+* :func:`secagg_client` / :func:`secagg_server`: Bonawitz et al. (2017) secure
+  aggregation of float vectors (fixed point in Z_2^64, PRG masks, Shamir recovery
+  of dropouts); :func:`average_client` / :func:`average_server` wrap weighted
+  averaging, with masking switched by ``SecAggConfig.secure``.
+* Building blocks with their own tests: :mod:`.shamir`, :mod:`.fixedpoint`,
+  :mod:`.prg`, :mod:`.crypto`.
+"""
+
+from protocols.channels.config import DROP_STAGES, DropStage, SecAggConfig, SecAggResult
+from protocols.channels.secagg import (average_client, average_server, secagg_client, secagg_server,
+                                       weighted_mean, weighted_payload)
+from protocols.channels.secure_channel import SecureChannel
+
+# Additive masking (protocols/channels/masking.py) is another engineer's module; the
+# lead wires its names here once it exists.
+
+__all__ = [
+    "DROP_STAGES",
+    "DropStage",
+    "SecAggConfig",
+    "SecAggResult",
+    "SecureChannel",
+    "average_client",
+    "average_server",
+    "secagg_client",
+    "secagg_server",
+    "weighted_mean",
+    "weighted_payload",
+]

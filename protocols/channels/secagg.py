@@ -1,0 +1,129 @@
+"""Secure aggregation and the averaging it wraps, as party roles over a Transport.
+
+One code path for both settings: ``SecAggConfig(secure=True)`` runs the Bonawitz et
+al. (2017) masked protocol (:mod:`.bonawitz_client`, :mod:`.bonawitz_server`);
+``secure=False`` sends the float vectors in clear and sums them. The roles, their
+arguments, the dropout rule (at least t clients must remain) and the result type
+are the same, so the results agree up to fixed-point error.
+
+Sums: :func:`secagg_client` / :func:`secagg_server`. Weighted means:
+:func:`average_client` / :func:`average_server`, which append the weight to the
+vector (``[w * x, w]``) so that the individual weights are hidden too and the server
+divides the summed vector by the summed weight. A FedAvg round calls these once
+with each client's flattened parameter vector::
+
+    run_parties({"server": average_server, "c0": average_client, ...},
+                kwargs={"server": {"clients": [...], "config": cfg, "round": r},
+                        "c0": {"server": "server", "vector": flat, "weight": n_samples,
+                               "config": cfg, "round": r}, ...})
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from protocols.channels.bonawitz import array_field, collect, require_survivors
+from protocols.channels.config import DROP_STAGES, DropStage, SecAggConfig, SecAggResult, secagg_tag
+from protocols.channels.bonawitz_client import secure_client
+from protocols.channels.bonawitz_server import secure_server
+from protocols.errors import InputError
+from protocols.transport.base import Transport
+
+
+def secagg_client(transport: Transport, *, server: str, vector: np.ndarray, config: SecAggConfig,
+                  round: int = 0, drop_after: DropStage | None = None) -> bool | None:
+    """Contribute ``vector`` (1-D, finite floats) to the sum the server computes.
+
+    Returns True when this client did its part, False when the server left it out
+    of the round, None when ``drop_after`` (one of "advertise", "share_keys",
+    "masked_input"; for tests) made it stop sending after that stage.
+    """
+    _check_config(config)
+    values = _check_vector(vector)
+    if drop_after is not None and drop_after not in DROP_STAGES:
+        raise InputError(f"drop_after must be None or one of {list(DROP_STAGES)}, got {drop_after!r}")
+    if config.secure:
+        return secure_client(transport, server=server, vector=values, config=config, round=round,
+                             drop_after=drop_after)
+    if drop_after in ("advertise", "share_keys"):
+        return None
+    transport.send(server, secagg_tag(round, "plain"), x=values)
+    return None if drop_after == "masked_input" else True
+
+
+def secagg_server(transport: Transport, *, clients: Sequence[str], config: SecAggConfig,
+                  round: int = 0) -> SecAggResult:
+    """The sum of the surviving clients' vectors (and who survived); masked if ``config.secure``."""
+    _check_config(config)
+    clients = _check_clients(transport, clients)
+    if config.secure:
+        return secure_server(transport, clients=clients, config=config, round=round)
+    t = config.threshold_for(len(clients))
+    got, wait = collect(transport, clients, secagg_tag(round, "plain"), config.stage_timeout)
+    survivors = [c for c in clients if c in got]
+    require_survivors(len(survivors), len(clients), t, "sent their input", round)
+    total = array_field(got[survivors[0]], "x", np.float64, (-1,)).copy()
+    for c in survivors[1:]:
+        np.add(total, array_field(got[c], "x", np.float64, total.shape), out=total)
+    return SecAggResult(vector=total, survivors=tuple(survivors),
+                        dropped=tuple(c for c in clients if c not in got), threshold=t,
+                        secure=False, wait_seconds=wait)
+
+
+def weighted_payload(vector: np.ndarray, weight: float) -> np.ndarray:
+    """``[weight * vector, weight]``: what a client sums for a weighted mean."""
+    if isinstance(weight, bool) or not isinstance(weight, (int, float, np.floating, np.integer)) \
+            or not (math.isfinite(weight) and weight > 0):
+        raise InputError(f"weight must be a positive finite number, got {weight!r}")
+    values = _check_vector(vector)
+    return np.concatenate([values * float(weight), [float(weight)]])
+
+
+def weighted_mean(result: SecAggResult) -> np.ndarray:
+    """The weighted mean from the sum of :func:`weighted_payload` vectors."""
+    if result.vector.ndim != 1 or result.vector.shape[0] < 1 or not float(result.vector[-1]) > 0:
+        raise InputError("the summed weight is not positive; was the payload made by weighted_payload?")
+    return result.vector[:-1] / float(result.vector[-1])
+
+
+def average_client(transport: Transport, *, server: str, vector: np.ndarray, weight: float = 1.0,
+                   config: SecAggConfig, round: int = 0, drop_after: DropStage | None = None) -> bool | None:
+    """Contribute ``vector`` with ``weight`` (e.g. the number of samples) to a weighted mean."""
+    return secagg_client(transport, server=server, vector=weighted_payload(vector, weight),
+                         config=config, round=round, drop_after=drop_after)
+
+
+def average_server(transport: Transport, *, clients: Sequence[str], config: SecAggConfig,
+                   round: int = 0) -> np.ndarray:
+    """The weighted mean of the surviving clients' vectors (only the sum is ever unmasked)."""
+    return weighted_mean(secagg_server(transport, clients=clients, config=config, round=round))
+
+
+def _check_config(config: SecAggConfig) -> None:
+    if not isinstance(config, SecAggConfig):
+        raise InputError(f"config must be a SecAggConfig, got {type(config).__name__}")
+
+
+def _check_vector(vector: np.ndarray) -> np.ndarray:
+    values = np.asarray(vector)
+    if values.ndim != 1 or not (np.issubdtype(values.dtype, np.floating)
+                                or np.issubdtype(values.dtype, np.integer)):
+        raise InputError(f"vector must be a 1-D array of numbers (flatten parameters first),"
+                         f" got {values.dtype} of shape {values.shape}")
+    values = values.astype(np.float64, copy=False)
+    if not np.isfinite(values).all():
+        raise InputError("vector holds nan or inf, which cannot be aggregated")
+    return values
+
+
+def _check_clients(transport: Transport, clients: Sequence[str]) -> tuple[str, ...]:
+    names = tuple(clients)
+    if len(set(names)) != len(names) or not names:
+        raise InputError(f"clients must be distinct party names, got {list(names)}")
+    unknown = [c for c in names if c == transport.name or c not in transport.peers]
+    if unknown:
+        raise InputError(f"clients {unknown} are not peers of the server {transport.name!r}")
+    return names

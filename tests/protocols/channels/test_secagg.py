@@ -1,0 +1,171 @@
+"""Secure aggregation: the sum and weighted mean, with and without masking and dropouts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from protocols.channels import SecAggConfig, fixedpoint, secagg_client, secagg_server
+from protocols.channels.bonawitz import check_unmask_request
+from protocols.errors import DropoutError, EncodingOverflowError, InputError, ProtocolError
+from protocols.transport import run_parties
+
+from .helpers import client_inputs, run_round
+
+SECURE = SecAggConfig(secure=True, threshold=3)
+PLAIN = SecAggConfig(secure=False, threshold=3)
+# dropout tests wait this long for clients that never answer
+FAST_DROP = {"threshold": 3, "stage_timeout": 1.0}
+
+
+def _tolerance(config: SecAggConfig, n: int) -> float:
+    return n * fixedpoint.resolution(config.scale_bits) + 1e-9
+
+
+@pytest.mark.parametrize("prg_name", ["aes128-ctr", "chacha20"])
+def test_secure_sum_equals_plain_sum(prg_name):
+    inputs = client_inputs(5, 300)
+    config = SecAggConfig(threshold=3, prg=prg_name)
+
+    result = run_round(inputs, config).results["server"]
+
+    np.testing.assert_allclose(result.vector, sum(inputs.values()), atol=_tolerance(config, 5))
+    assert result.survivors == tuple(inputs) and result.dropped == () and result.secure
+
+
+def test_secure_and_plain_agree_up_to_fixed_point_error():
+    inputs = client_inputs(4, 200, scale=50.0)
+
+    secure = run_round(inputs, SecAggConfig(threshold=2)).results
+    plain = run_round(inputs, SecAggConfig(secure=False, threshold=2)).results
+
+    np.testing.assert_allclose(secure["server"].vector, plain["server"].vector,
+                               atol=_tolerance(SECURE, 4))
+    np.testing.assert_array_equal(plain["server"].vector, sum(inputs.values()))
+    assert all(secure[c] is True and plain[c] is True for c in inputs)
+
+
+def test_negative_values_and_default_majority_threshold():
+    inputs = {name: -np.abs(v) - 3.0 for name, v in client_inputs(3, 64).items()}
+
+    result = run_round(inputs, SecAggConfig()).results["server"]
+
+    assert result.threshold == 2
+    assert np.all(result.vector < -9.0)
+    np.testing.assert_allclose(result.vector, sum(inputs.values()), atol=_tolerance(SECURE, 3))
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_weighted_average(secure):
+    inputs = client_inputs(4, 100)
+    weights = {"c0": 1.0, "c1": 2.0, "c2": 3.5, "c3": 10.0}
+
+    mean = run_round(inputs, SecAggConfig(secure=secure, threshold=3), weights=weights).results["server"]
+
+    expected = np.average(np.stack(list(inputs.values())), axis=0, weights=list(weights.values()))
+    np.testing.assert_allclose(mean, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_two_of_five_drop_after_key_sharing_and_the_sum_is_still_right(secure):
+    inputs = client_inputs(5, 200)
+    drops = {"c1": "share_keys", "c4": "share_keys"}
+
+    run = run_round(inputs, SecAggConfig(secure=secure, **FAST_DROP), drops=drops)
+
+    result = run.results["server"]
+    expected = sum(v for c, v in inputs.items() if c not in drops)
+    np.testing.assert_allclose(result.vector, expected, atol=_tolerance(SECURE, 5))
+    assert result.dropped == ("c1", "c4") and result.survivors == ("c0", "c2", "c3")
+    assert result.wait_seconds > 0.5
+    assert run.results["c1"] is None and run.results["c0"] is True
+
+
+def test_dropouts_at_every_stage():
+    inputs = client_inputs(6, 50)
+    drops = {"c0": "advertise", "c2": "share_keys", "c5": "masked_input"}
+
+    result = run_round(inputs, SecAggConfig(**FAST_DROP), drops=drops).results["server"]
+
+    # c5 sent its masked input before dropping, so it is in the sum; the others are not
+    expected = inputs["c1"] + inputs["c3"] + inputs["c4"] + inputs["c5"]
+    np.testing.assert_allclose(result.vector, expected, atol=_tolerance(SECURE, 6))
+    assert result.survivors == ("c1", "c3", "c4", "c5")
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_three_of_five_dropping_is_a_dropout_error(secure):
+    inputs = client_inputs(5, 20)
+    drops = {"c0": "share_keys", "c1": "share_keys", "c2": "share_keys"}
+
+    with pytest.raises(DropoutError, match="only 2 of 5 clients.*threshold t=3.*n - t = 2"):
+        run_round(inputs, SecAggConfig(secure=secure, **FAST_DROP), drops=drops)
+
+
+def test_overflow_raises_and_names_the_parameter():
+    inputs = client_inputs(5, 10, scale=1e12)
+
+    with pytest.raises(EncodingOverflowError, match="scale_bits=24.*n_summands=5"):
+        run_round(inputs, SECURE)
+
+
+def test_mismatched_configs_are_refused():
+    inputs = client_inputs(3, 10)
+
+    with pytest.raises(ProtocolError, match="threshold"):
+        _run_with_configs(inputs, server=SecAggConfig(threshold=2), client=SecAggConfig(threshold=3))
+
+
+def _run_with_configs(inputs, *, server, client):
+    roles = {"server": secagg_server, **{c: secagg_client for c in inputs}}
+    kwargs = {"server": {"clients": list(inputs), "config": server},
+              **{c: {"server": "server", "vector": v, "config": client} for c, v in inputs.items()}}
+    return run_parties(roles, kwargs=kwargs, timeout=10)
+
+
+def test_consecutive_rounds_use_fresh_masks():
+    inputs = client_inputs(3, 30)
+
+    first = run_round(inputs, SecAggConfig(threshold=2), round=0, record=True)
+    second = run_round(inputs, SecAggConfig(threshold=2), round=1, record=True)
+
+    ys = [[m["y"] for m in run.logs["server"] if m.tag.name == "masked"] for run in (first, second)]
+    assert not any(np.array_equal(a, b) for a, b in zip(*ys, strict=True))
+    np.testing.assert_allclose(first.results["server"].vector, second.results["server"].vector)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"threshold": 1}, {"threshold": 2.0}, {"scale_bits": 60}, {"prg": "rc4"},
+    {"stage_timeout": 0}, {"stage_timeout": float("inf")}, {"secure": 1},
+])
+def test_config_is_validated(kwargs):
+    with pytest.raises(InputError):
+        SecAggConfig(**kwargs)
+
+
+def test_config_threshold_rules():
+    assert SecAggConfig().threshold_for(10) == 6
+    assert SecAggConfig(secure=False, threshold=1).threshold_for(1) == 1
+    with pytest.raises(InputError, match="exceeds"):
+        SecAggConfig(threshold=4).threshold_for(3)
+    with pytest.raises(InputError, match="at least 2 clients"):
+        SecAggConfig().threshold_for(1)
+
+
+@pytest.mark.parametrize("vector, weight", [
+    (np.ones((2, 2)), 1.0), (np.array([1.0, np.nan]), 1.0), (np.ones(3), 0.0), (np.ones(3), -1.0),
+    (np.array(["a"]), 1.0),
+])
+def test_bad_client_inputs_are_input_errors(vector, weight):
+    with pytest.raises(InputError):
+        run_round({"c0": vector, "c1": np.ones(3)}, SecAggConfig(threshold=2),
+                  weights={"c0": weight, "c1": 1.0})
+
+
+def test_unmask_request_rules():
+    members = ("a", "b", "c", "d")
+
+    assert check_unmask_request(members, ("a", "c", "d"), 3) == ("b",)
+    for survivors in [("a", "x", "c"), ("a", "a", "c"), ("a", "b")]:
+        with pytest.raises(ProtocolError):
+            check_unmask_request(members, survivors, 3)
