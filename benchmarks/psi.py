@@ -1,0 +1,169 @@
+"""PSI benchmark: our ECDH PSI against OpenMined PSI on the same ID sets.
+
+    python -m benchmarks.psi [--sizes 100000,1000000] [--quick] [--workers N]
+                             [--skip-openmined] --json FILE [--markdown FILE]
+
+For each size n, two parties hold n random string IDs each, half of them shared.
+Ours runs both parties in this process over the in-process transport, sharing one
+pool of ``--workers`` processes (default: all cores); its time is the wall time of
+the whole run (ID checks, hashing, blinding, messages, matching) and its bytes are
+everything both parties sent. OpenMined PSI (``private_set_intersection``, server
+and client in this process, reveal_intersection=True, GCS setup) runs the standard
+setup/request/response flow; its bytes are the serialized protobuf sizes. Note the
+outputs differ: ours gives both parties the intersection, aligned; OpenMined's
+client alone learns it. items/s counts the IDs of both parties.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchmarks.common import RESULTS_DIR, markdown_header, markdown_table, metadata, write_json, write_text
+from protocols.psi import intersect
+
+DEFAULT_SIZES = (100_000, 1_000_000)
+QUICK_SIZES = (10_000,)
+
+
+@dataclass(frozen=True)
+class Config:
+    """What one benchmark run measures."""
+
+    sizes: tuple[int, ...]
+    quick: bool
+    workers: int | None
+    skip_openmined: bool
+    json_path: Path
+    markdown_path: Path
+    overlap: float = 0.5
+    fpr: float = 1e-9
+    seed: int = 0
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--sizes must be comma-separated integers, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"--sizes must be positive, got {text!r}")
+    return sizes
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Config:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.psi", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=_sizes,
+                        help="IDs per party, comma-separated (default 100000,1000000)")
+    parser.add_argument("--quick", action="store_true", help=f"small sizes {QUICK_SIZES}, labelled quick")
+    parser.add_argument("--workers", type=int, default=None, help="blinding processes (default: all cores)")
+    parser.add_argument("--skip-openmined", action="store_true", help="time only our PSI")
+    parser.add_argument("--json", type=Path, required=True, help="write the results here")
+    parser.add_argument("--markdown", type=Path, default=RESULTS_DIR / "psi.md",
+                        help="write the Markdown table here (default benchmarks/results/psi.md)")
+    args = parser.parse_args(argv)
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
+    sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    return Config(sizes=sizes, quick=args.quick, workers=args.workers, skip_openmined=args.skip_openmined,
+                  json_path=args.json, markdown_path=args.markdown)
+
+
+def make_sets(n: int, *, overlap: float, seed: int) -> tuple[list[str], list[str], int]:
+    """Two shuffled lists of n distinct random string IDs sharing round(overlap * n)."""
+    common = round(overlap * n)
+    rng = np.random.default_rng(seed)
+    values = np.unique(rng.integers(0, 2**63, size=2 * n - common + 1024, dtype=np.int64))
+    rng.shuffle(values)
+    ids = [f"user-{v:016x}" for v in values[:2 * n - common].tolist()]
+    left, right = ids[:n], ids[n - common:2 * n - common]
+    rng.shuffle(right)
+    return left, right, common
+
+
+def time_ours(left: list[str], right: list[str], *, workers: int | None) -> dict[str, Any]:
+    start = time.perf_counter()
+    res_left, res_right, run = intersect(left, right, workers=workers)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "bytes": run.bytes, "messages": run.messages,
+            "intersection_size": res_left.size, "parties_agree": res_left.ids == res_right.ids,
+            "items_per_second": (len(left) + len(right)) / seconds}
+
+
+def time_openmined(left: list[str], right: list[str], *, fpr: float) -> dict[str, Any]:
+    import private_set_intersection.python as om
+
+    start = time.perf_counter()
+    server = om.server.CreateWithNewKey(True)
+    client = om.client.CreateWithNewKey(True)
+    setup = server.CreateSetupMessage(fpr, len(right), left, om.DataStructure.GCS)
+    request = client.CreateRequest(right)
+    response = server.ProcessRequest(request)
+    found = client.GetIntersection(setup, response)
+    seconds = time.perf_counter() - start
+    nbytes = sum(len(m.SerializeToString()) for m in (setup, request, response))
+    return {"seconds": seconds, "bytes": nbytes, "messages": 3, "intersection_size": len(found),
+            "items_per_second": (len(left) + len(right)) / seconds, "version": om.__version__}
+
+
+def run_size(n: int, cfg: Config) -> dict[str, Any]:
+    left, right, truth = make_sets(n, overlap=cfg.overlap, seed=cfg.seed + n)
+    row: dict[str, Any] = {"size": n, "overlap": cfg.overlap, "true_intersection": truth}
+    row["ours"] = time_ours(left, right, workers=cfg.workers)
+    row["ours"]["correct"] = row["ours"]["intersection_size"] == truth and row["ours"]["parties_agree"]
+    print(f"n={n:,}: ours {row['ours']['seconds']:.2f} s", flush=True)
+    gc.collect()
+    if not cfg.skip_openmined:
+        row["openmined"] = time_openmined(left, right, fpr=cfg.fpr)
+        row["openmined"]["correct"] = row["openmined"]["intersection_size"] == truth
+        row["speedup"] = row["openmined"]["seconds"] / row["ours"]["seconds"]
+        print(f"n={n:,}: OpenMined {row['openmined']['seconds']:.2f} s, speedup {row['speedup']:.2f}x",
+              flush=True)
+    return row
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    headers = ["IDs per party", "intersection", "ours s", "ours items/s", "ours MB", "OpenMined s",
+               "OpenMined items/s", "OpenMined MB", "speedup", "correct"]
+    rows = []
+    for r in report["results"]:
+        ours, om = r["ours"], r.get("openmined")
+        rows.append([f"{r['size']:,}", f"{r['true_intersection']:,}", f"{ours['seconds']:.2f}",
+                     f"{ours['items_per_second']:,.0f}", f"{ours['bytes'] / 1e6:.1f}",
+                     f"{om['seconds']:.2f}" if om else "—", f"{om['items_per_second']:,.0f}" if om else "—",
+                     f"{om['bytes'] / 1e6:.1f}" if om else "—", f"{r['speedup']:.2f}x" if om else "—",
+                     "yes" if ours["correct"] and (om is None or om["correct"]) else "**NO**"])
+    note = ("\nBoth parties run on the same machine. Ours: ECDH PSI over X25519, both parties get the"
+            " intersection in one order; OpenMined: ECDH over P-256, client learns the intersection."
+            " items/s counts both parties' IDs.\n")
+    return markdown_header("PSI: securefl vs OpenMined", report) + "\n" + markdown_table(headers, rows) + note
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    cfg = parse_args(argv)
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
+                if k not in ("json_path", "markdown_path")}
+    settings["workers"] = cfg.workers or os.cpu_count()
+    settings["pool"] = "one process pool shared by both parties"
+    report = metadata(settings=settings, quick=cfg.quick,
+                      argv=["benchmarks.psi", *(sys.argv[1:] if argv is None else argv)])
+    report["benchmark"] = "psi"
+    report["results"] = [run_size(n, cfg) for n in cfg.sizes]
+    write_json(cfg.json_path, report)
+    write_text(cfg.markdown_path, to_markdown(report))
+    print(f"wrote {cfg.json_path} and {cfg.markdown_path}")
+    ok = all(r["ours"]["correct"] and r.get("openmined", {}).get("correct", True) for r in report["results"])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+"""The PSI benchmark script runs end to end on tiny sets and writes both files."""
+
+import json
+
+from benchmarks.psi import main, make_sets, parse_args
+
+
+def test_sets_have_the_requested_overlap():
+    left, right, common = make_sets(1000, overlap=0.5, seed=3)
+
+    assert len(left) == len(right) == 1000 and len(set(left) | set(right)) == 1500
+    assert common == len(set(left) & set(right)) == 500
+
+
+def test_quick_is_small_and_labelled(tmp_path):
+    cfg = parse_args(["--quick", "--json", str(tmp_path / "r.json")])
+
+    assert cfg.quick and max(cfg.sizes) <= 10_000
+
+
+def test_benchmark_writes_json_and_markdown(tmp_path):
+    out, md = tmp_path / "psi.json", tmp_path / "psi.md"
+
+    code = main(["--sizes", "200", "--quick", "--json", str(out), "--markdown", str(md)])
+
+    report = json.loads(out.read_text())
+    row = report["results"][0]
+    assert code == 0 and report["quick"] is True
+    assert row["ours"]["correct"] and row["openmined"]["correct"] and row["speedup"] > 0
+    assert "quick run" in md.read_text() and "| 200 |" in md.read_text()
