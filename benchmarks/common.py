@@ -78,6 +78,7 @@ def write_json(path: str | os.PathLike, obj: dict[str, Any]) -> Path:
         json.dump(obj, fh, indent=2, sort_keys=False)
         fh.write("\n")
         tmp = fh.name
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
     return path
 
@@ -89,6 +90,7 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
         fh.write(text)
         tmp = fh.name
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
     return path
 

@@ -4,6 +4,7 @@ transports and the safe codec. It knows nothing of learning."""
 from protocols.errors import (
     CryptoError,
     DecodeError,
+    DepthExceededError,
     DropoutError,
     DuplicateIDError,
     EncodingOverflowError,
@@ -18,6 +19,7 @@ from protocols.errors import (
 __all__ = [
     "CryptoError",
     "DecodeError",
+    "DepthExceededError",
     "DropoutError",
     "DuplicateIDError",
     "EncodingOverflowError",

@@ -24,6 +24,10 @@ class EncodingOverflowError(InputError):
     """A value does not fit the fixed-point encoding it was given."""
 
 
+class DepthExceededError(InputError):
+    """A CKKS array has no modulus level left for another plaintext multiplication."""
+
+
 class ProtocolError(SecureFLError):
     """A peer sent something malformed, unexpected, or nothing at all."""
 

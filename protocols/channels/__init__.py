@@ -5,6 +5,8 @@
   aggregation of float vectors (fixed point in Z_2^64, PRG masks, Shamir recovery
   of dropouts); :func:`average_client` / :func:`average_server` wrap weighted
   averaging, with masking switched by ``SecAggConfig.secure``.
+* :class:`AdditiveMask`: additive masking of an encrypted array before it goes to the
+  key owner for decryption, so the key owner sees only masked values.
 * Building blocks with their own tests: :mod:`.shamir`, :mod:`.fixedpoint`,
   :mod:`.prg`, :mod:`.crypto`.
 """
@@ -14,10 +16,10 @@ from protocols.channels.secagg import (average_client, average_server, secagg_cl
                                        weighted_mean, weighted_payload)
 from protocols.channels.secure_channel import SecureChannel
 
-# Additive masking (protocols/channels/masking.py) is another engineer's module; the
-# lead wires its names here once it exists.
+from protocols.channels.masking import AdditiveMask
 
 __all__ = [
+    "AdditiveMask",
     "DROP_STAGES",
     "DropStage",
     "SecAggConfig",

@@ -1,0 +1,113 @@
+"""CKKS specifics: public context, depth, magnitude, corruption, wrong keys, Galois sums."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from protocols.errors import CryptoError, DecodeError, EncodingOverflowError, InputError
+from protocols.he import CKKSArray, DepthExceededError, make_config, make_he
+
+from .conftest import Scheme
+
+
+@pytest.fixture(scope="module")
+def galois() -> Scheme:
+    from .conftest import _ckks_close, _scheme
+
+    return _scheme("ckks", _ckks_close, galois_keys=True)
+
+
+def test_public_context_has_no_secret_key(ckks: Scheme) -> None:
+    public = ckks.secret.public_context()
+
+    assert not public.tenseal_context.is_private()
+    assert not public.tenseal_context.has_secret_key()
+    assert not ckks.public.tenseal_context.is_private()
+    assert not ckks.public.tenseal_context.has_galois_keys()
+
+
+def test_depth_is_tracked_and_enforced(ckks: Scheme, rng: np.random.Generator) -> None:
+    x, w = rng.normal(size=(8, 3)), rng.normal(size=(3, 2))
+    enc = ckks.public.encrypt(x)
+
+    once = enc @ w
+    twice = (once + once) * 0.5  # addition uses no level
+    received = ckks.public.array_from_fields(twice.to_fields())
+
+    assert (enc.level, once.level, twice.level, received.level) == (0, 1, 2, 2)
+    assert ckks.close(ckks.secret.decrypt(received), x @ w)
+    with pytest.raises(DepthExceededError, match="modulus chain"):
+        received * 2.0
+    with pytest.raises(DecodeError):
+        ckks.public.array_from_fields(dict(twice.to_fields(), level=1))  # lying about the level
+
+
+def test_adding_arrays_at_different_levels(ckks: Scheme, rng: np.random.Generator) -> None:
+    x = rng.normal(size=(5, 2))
+    enc = ckks.public.encrypt(x)
+
+    out = ckks.secret.decrypt(enc * 3.0 + enc)
+
+    assert ckks.close(out, 4 * x)
+
+
+def test_magnitude_over_the_modulus_is_refused(ckks: Scheme) -> None:
+    enc = ckks.public.encrypt(np.full((2, 2), 200.0))
+
+    with pytest.raises(EncodingOverflowError):
+        enc * 4096.0
+    with pytest.raises(EncodingOverflowError):
+        enc @ np.full((2, 2), 2000.0)
+
+
+def test_too_many_rows_for_the_slots(ckks: Scheme) -> None:
+    with pytest.raises(InputError, match="slots"):
+        ckks.public.encrypt(np.zeros((4097, 1)))
+
+
+def test_corrupted_tensor_bytes_are_refused(ckks: Scheme) -> None:
+    fields = ckks.public.encrypt(np.ones((4, 3))).to_fields()
+    data = fields["tensor"]
+    middle = len(data) // 2
+
+    for bad in (data[:middle], data[:50], b"\x00" * 64, data[:middle] + b"\xff" * 256 + data[middle + 256:]):
+        with pytest.raises((DecodeError, CryptoError)):
+            ckks.secret.decrypt(ckks.public.array_from_fields(dict(fields, tensor=bad)))
+
+
+def test_wrong_key_is_detected(ckks: Scheme) -> None:
+    other = make_he("ckks")
+    enc = ckks.public.encrypt(np.ones((4, 3)))
+    forged = CKKSArray(other.public_context(), enc.shape, enc.tensor, layout=enc.layout,
+                       lane_count=enc.lane_count, level=enc.level, bound=enc.bound)
+
+    with pytest.raises(CryptoError):
+        other.decrypt(enc)
+    with pytest.raises(CryptoError):
+        other.decrypt(forged)  # same labels, other key: garbage of magnitude ~1e31
+
+
+def test_config_refuses_insecure_or_inconsistent_parameters() -> None:
+    cases = [({"poly_modulus_degree": 4096}, "coeff_mod_bit_sizes"),
+             ({"poly_modulus_degree": 2048, "coeff_mod_bit_sizes": [27, 27, 27]}, "poly_modulus_degree"),
+             ({"coeff_mod_bit_sizes": [60, 60]}, "coeff_mod_bit_sizes"),
+             ({"coeff_mod_bit_sizes": [60, 60, 60, 60]}, "coeff_mod_bit_sizes"),  # 240 > 218 bits
+             ({"scale_bits": 50}, "scale_bits"), ({"max_abs": 2.0 ** 20}, "max_abs"),
+             ({"galois_keys": 1}, "galois_keys")]
+    for options, name in cases:
+        with pytest.raises(InputError, match=name):
+            make_config("ckks", **options)
+
+
+def test_galois_keys_give_an_exact_sum_over_axis0(galois: Scheme, rng: np.random.Generator) -> None:
+    x, row = rng.normal(size=(9, 3)), rng.normal(size=3)
+    enc = galois.public.encrypt(x)
+
+    total = enc.sum(axis=0)  # no reveal_lane_sums needed: rotations sum the slots
+    combined = (total + row) * row - total
+    received = galois.public.array_from_fields(combined.to_fields())
+
+    assert total.layout == "flat"
+    assert galois.close(galois.secret.decrypt(received), (x.sum(0) + row) * row - x.sum(0))
+    assert galois.close(galois.secret.decrypt(enc.sum()), x.sum())
