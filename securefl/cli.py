@@ -1,0 +1,59 @@
+"""The ``securefl`` command line: one sub-command per module in :mod:`securefl.commands`.
+
+Every error a user can cause ends in one line on stderr naming the file, column or
+parameter, and exit status 2; nothing half-written is left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from protocols.errors import ProtocolError, SecureFLError
+
+EXIT_USAGE = 2
+EXIT_PROTOCOL = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from securefl import __version__
+    from securefl.commands import demo, psi
+
+    parser = argparse.ArgumentParser(
+        prog="securefl", description="Secure federated learning across organisations.")
+    parser.add_argument("--version", action="version", version=f"securefl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    demo.add_parser(sub)
+    psi.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the chosen command; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except ProtocolError as exc:
+        print(f"securefl {args.command}: protocol error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_PROTOCOL
+    except SecureFLError as exc:
+        print(f"securefl {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"securefl {args.command}: error: {exc.filename or ''}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"securefl {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Reading one party's CSV and writing aligned rows, with one-line errors.
+
+Party files are read with every column as text, so IDs are compared as the exact
+strings in the file and rows are written back byte-for-byte as read (no float
+reformatting, no "NA" turned into a missing value).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from protocols.errors import InputError
+
+
+def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
+    """Read ``path`` as text columns and check that ``id_column`` exists."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: file is empty, expected a CSV with a header row") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: cannot read CSV: {first}") from None
+    if id_column not in frame.columns:
+        shown = ", ".join(map(str, frame.columns[:10])) + (", ..." if len(frame.columns) > 10 else "")
+        raise InputError(f"{path}: no column {id_column!r} (columns: {shown})")
+    return frame
+
+
+def write_csv_atomically(out_dir: str | os.PathLike, frames: Mapping[str, pd.DataFrame]) -> list[Path]:
+    """Write ``{file name: frame}`` into ``out_dir`` so a failure leaves nothing half-written.
+
+    Every file is first written into a staging folder beside ``out_dir``; only when
+    all are complete are they moved into place.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: --out exists and is not a folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
+    try:
+        for name, frame in frames.items():
+            frame.to_csv(staging / name, index=False)
+        out.mkdir(exist_ok=True)
+        written = []
+        for name in frames:
+            os.replace(staging / name, out / name)
+            written.append(out / name)
+        return written
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

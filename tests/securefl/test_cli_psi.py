@@ -1,0 +1,107 @@
+"""``securefl psi``: aligned outputs, JSON fields, and one-line errors with nothing half-written."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from protocols.transport.torchdist import free_port
+from securefl.cli import main
+
+
+def _write(path, ids, extra="x"):
+    pd.DataFrame({"id": ids, extra: [f"{extra}{i}" for i in range(len(ids))]}).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def two_parties(tmp_path):
+    left = _write(tmp_path / "left.csv", ["a", "b", "c", "007", " d", "NA"], "x")
+    right = _write(tmp_path / "right.csv", ["NA", "7", "c", "a", "e", "d"], "y")
+    return left, right
+
+
+def test_local_psi_writes_rows_in_one_order_and_json(tmp_path, two_parties, capsys):
+    left, right = two_parties
+    out, report = tmp_path / "out", tmp_path / "psi.json"
+
+    code = main(["psi", str(left), str(right), "--id-column", "id", "--out", str(out), "--json", str(report)])
+
+    assert code == 0
+    got_l = pd.read_csv(out / "left.csv", dtype=str, keep_default_na=False)
+    got_r = pd.read_csv(out / "right.csv", dtype=str, keep_default_na=False)
+    assert got_l["id"].tolist() == got_r["id"].tolist()
+    assert sorted(got_l["id"]) == ["NA", "a", "c"]  # exact strings: "007" != "7", " d" != "d"
+    assert set(got_l.columns) == {"id", "x"} and set(got_r.columns) == {"id", "y"}
+    summary = json.loads(report.read_text())
+    assert summary["intersection_size"] == 3 and summary["bytes"] > 0 and summary["seconds"] > 0
+    assert "intersection: 3 rows" in capsys.readouterr().out
+
+
+def _bad_file(kind, folder):
+    path = folder / f"{kind}.csv"
+    if kind == "missing":
+        return path
+    if kind == "no_id_column":
+        pd.DataFrame({"key": ["a"]}).to_csv(path, index=False)
+    elif kind == "duplicates":
+        _write(path, ["a", "b", "a", "b", "c"])
+    elif kind == "empty":
+        path.write_text("")
+    elif kind == "binary":
+        path.write_bytes(b"id\n\xff\xfe\x00\x81\n")
+    return path
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("missing", "missing.csv: file not found"),
+    ("no_id_column", "no column 'id'"),
+    ("duplicates", "duplicate"),
+    ("empty", "empty"),
+    ("binary", "cannot read CSV"),
+])
+def test_bad_input_gives_one_line_error_and_writes_nothing(tmp_path, two_parties, capsys, kind, message):
+    left, _ = two_parties
+    bad = _bad_file(kind, tmp_path)
+    out = tmp_path / "out"
+
+    code = main(["psi", str(left), str(bad), "--id-column", "id", "--out", str(out)])
+
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert message in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--role", "server", "--peer", "localhost:99999"], "invalid port"),
+    (["--role", "client", "--peer", "localhost"], "HOST:PORT"),
+    (["--role", "client"], "--role needs --peer"),
+])
+def test_bad_network_arguments_are_one_line_errors(tmp_path, two_parties, capsys, argv, message):
+    left, _ = two_parties
+
+    code = main(["psi", str(left), "--id-column", "id", "--out", str(tmp_path / "o"), *argv])
+
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.multiprocess
+def test_network_psi_runs_each_party_in_its_own_process(tmp_path, two_parties):
+    left, right = two_parties
+    port = free_port()
+    cmd = [sys.executable, "-m", "securefl", "psi", "--id-column", "id", "--out", str(tmp_path / "net"),
+           "--peer", f"127.0.0.1:{port}", "--timeout", "60"]
+
+    server = subprocess.Popen([*cmd, str(left), "--role", "server", "--json", str(tmp_path / "s.json")])
+    client = subprocess.run([*cmd, str(right), "--role", "client"], timeout=120)
+    server.wait(timeout=60)
+
+    assert server.returncode == 0 and client.returncode == 0
+    got_s = pd.read_csv(tmp_path / "net" / "server.csv", dtype=str, keep_default_na=False)
+    got_c = pd.read_csv(tmp_path / "net" / "client.csv", dtype=str, keep_default_na=False)
+    assert got_s["id"].tolist() == got_c["id"].tolist() and sorted(got_s["id"]) == ["NA", "a", "c"]
+    assert json.loads((tmp_path / "s.json").read_text())["intersection_size"] == 3
