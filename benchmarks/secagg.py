@@ -141,8 +141,8 @@ def markdown(meta: dict[str, Any], out: dict[str, Any], settings: BenchSettings)
         "Dropped clients stop after key sharing; the server notices after the stage timeout"
         f" ({settings.stage_timeout:g} s). Seconds are medians of {settings.repeats} rounds;"
         " work = wall - dropout wait (the server's idle time after the last surviving message);"
-        " added work / wall = secure minus plain with the same dropouts. The machine's 2 cores"
-        " are shared, so single rounds vary by about +-0.2 s.",
+        " added work / wall = secure minus plain with the same dropouts. All parties share this"
+        " machine's cores, so single rounds vary; medians smooth that.",
         "",
         markdown_table(["mode", "dropouts", "survivors", "wall s", "dropout wait s", "work s",
                         "added work s", "added wall s", "bytes sent / client", "bytes sent by server",
