@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from protocols.errors import DepthExceededError, InputError
+from protocols.errors import DepthExceededError, EncodingOverflowError, InputError  # noqa: F401 (re-export)
 
 
 def key_fingerprint(*parts: bytes) -> str:
@@ -49,6 +49,20 @@ def as_plain(value: Any, what: str) -> np.ndarray:
     if not np.all(np.isfinite(array)):
         raise InputError(f"{what} holds a non-finite value (nan or inf)")
     return array
+
+
+def plaintext_to_encrypt(values: Any, bound: float | None, max_abs: float) -> tuple[np.ndarray, float]:
+    """Checked plaintext for ``encrypt`` and its bound: non-empty, finite, within the bound."""
+    plain = as_plain(values, "plaintext")
+    limit = max_abs if bound is None else float(bound)
+    if plain.size == 0:
+        raise InputError("cannot encrypt an empty array")
+    if not 0 < limit < math.inf:
+        raise InputError(f"bound must be positive and finite, got {bound!r}")
+    peak = float(np.max(np.abs(plain)))
+    if peak > limit:
+        raise EncodingOverflowError(f"|value| {peak:g} exceeds the encryption bound {limit:g}")
+    return plain, limit
 
 
 def bits_for(count: int) -> int:

@@ -25,9 +25,9 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 import tenseal as ts
 
-from protocols.errors import CryptoError, DecodeError, EncodingOverflowError, InputError
-from protocols.he.base import (EncryptedArray, PublicContext, SecretContext, as_plain,
-                               key_fingerprint)
+from protocols.errors import CryptoError, DecodeError, InputError
+from protocols.he.base import (EncryptedArray, PublicContext, SecretContext, key_fingerprint,
+                               plaintext_to_encrypt)
 from protocols.he.ckks_array import LAYOUTS, CKKSArray, encrypt_batched
 from protocols.he.parallel import resolve_workers
 
@@ -133,15 +133,7 @@ class CKKSPublicContext(PublicContext):
         return self._config
 
     def encrypt(self, values: Any, *, bound: float | None = None) -> CKKSArray:
-        plain = as_plain(values, "plaintext")
-        limit = self._config.max_abs if bound is None else float(bound)
-        if plain.size == 0:
-            raise InputError("cannot encrypt an empty array")
-        if not 0 < limit < math.inf:
-            raise InputError(f"bound must be positive and finite, got {bound!r}")
-        peak = float(np.max(np.abs(plain)))
-        if peak > limit:
-            raise EncodingOverflowError(f"|value| {peak:g} exceeds the encryption bound {limit:g}")
+        plain, limit = plaintext_to_encrypt(values, bound, self._config.max_abs)
         if plain.ndim and plain.shape[0] > self._config.slots:
             raise InputError(f"axis 0 of shape {plain.shape} exceeds the {self._config.slots} CKKS "
                              "slots; encrypt it in chunks")

@@ -18,8 +18,9 @@ import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
-from protocols.errors import CryptoError, DecodeError, EncodingOverflowError, InputError
-from protocols.he.base import EncryptedArray, PublicContext, SecretContext, as_plain, key_fingerprint
+from protocols.errors import CryptoError, DecodeError, InputError
+from protocols.he.base import (EncryptedArray, PublicContext, SecretContext, key_fingerprint,
+                               plaintext_to_encrypt)
 from protocols.he.fixedpoint import FixedPointArray, encode_fixed, unpack
 from protocols.he.paillier_array import PaillierArray, fields_scalar, grid_shape
 from protocols.he.paillier_keys import PaillierPrivateKey, PaillierPublicKey
@@ -122,15 +123,7 @@ class PaillierPublicContext(PublicContext):
         return self._config.lane_bits
 
     def encrypt(self, values: Any, *, bound: float | None = None) -> PaillierArray:
-        plain = as_plain(values, "plaintext")
-        limit = self._config.max_abs if bound is None else float(bound)
-        if plain.size == 0:
-            raise InputError("cannot encrypt an empty array")
-        if not 0 < limit < math.inf:
-            raise InputError(f"bound must be positive and finite, got {bound!r}")
-        peak = float(np.max(np.abs(plain)))
-        if peak > limit:
-            raise EncodingOverflowError(f"|value| {peak:g} exceeds the encryption bound {limit:g}")
+        plain, limit = plaintext_to_encrypt(values, bound, self._config.max_abs)
         packed, shape, scale = plain.ndim > 0, plain.shape, self._config.precision_bits
         lane_bound = math.ceil(math.ldexp(limit, scale))
         template = PaillierArray(self, shape, np.empty(grid_shape(shape, self.lanes, packed), object),
