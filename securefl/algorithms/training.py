@@ -1,0 +1,212 @@
+"""One lean training loop shared by STFL, its VAE pretraining and the plaintext baselines.
+
+Data live as pre-built tensors on the run's device; each epoch draws one
+permutation from a seeded ``torch.Generator`` and slices index batches out of it,
+so there is no DataLoader, no per-step host copy and no per-step device sync (the
+epoch losses are collected on the device and read once at the end).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from protocols.errors import InputError
+from securefl.models.scaling import Standardizer
+from securefl.models.vae import VAE
+from securefl.runtime import SeedPlan, binary_metrics, resolve_device
+
+Progress = Callable[[int, int], None]
+
+
+def _positive_int(owner: str, name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{owner}.{name} must be a positive int, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """Supervised training settings (paper, section V: Adam, lr 1e-3, batch 128, 100 epochs).
+
+    ``progress`` (optional) is called as ``progress(epoch, total)`` after each
+    supervised training epoch, e.g. to drive a CLI progress bar; it is a local
+    callback and never crosses a process boundary.
+
+    ``threads`` is torch's intra-op thread count while a party trains (restored
+    afterwards); ``None`` leaves torch's setting alone. The default is 1: these
+    networks are tiny (hidden width 5 n, batches of 128), so extra threads only add
+    synchronisation, and each party already trains in its own thread or process
+    (on 2 shared cores, 2 threads made the VAE loop about 5x slower than 1).
+    """
+
+    epochs: int = 100
+    batch_size: int = 128
+    lr: float = 1e-3
+    hidden_multiplier: int = 5
+    seed: int = 0
+    device: str = "cpu"
+    threads: int | None = 1
+    progress: Progress | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        for name in ("epochs", "batch_size", "hidden_multiplier"):
+            _positive_int(owner, name, getattr(self, name))
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) \
+                or not math.isfinite(self.lr) or self.lr <= 0:
+            raise InputError(f"{owner}.lr must be a positive finite number, got {self.lr!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise InputError(f"{owner}.seed must be a non-negative int below 2**63, got {self.seed!r}")
+        if not isinstance(self.device, str) or not self.device.split(":")[0] in ("cpu", "cuda"):
+            raise InputError(f"{owner}.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        if self.threads is not None:
+            _positive_int(owner, "threads", self.threads)
+        if self.progress is not None and not callable(self.progress):
+            raise InputError(f"{owner}.progress must be callable(epoch, total) or None,"
+                             f" got {type(self.progress).__name__}")
+
+    def settings(self) -> dict[str, Any]:
+        """The JSON-ready settings (everything but the progress callback)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "progress"}
+
+
+@contextmanager
+def intra_op_threads(threads: int | None) -> Iterator[None]:
+    """Run the body with ``threads`` torch intra-op threads in this thread, then restore."""
+    if threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def device_generator(plan: SeedPlan, purpose: str, device: torch.device) -> torch.Generator:
+    """A generator on ``device`` seeded for ``purpose`` (batch order, VAE noise)."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(plan.derive(purpose))
+    return gen
+
+
+def as_tensor(x: np.ndarray, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``x`` as a contiguous tensor on ``device`` (one copy, made once before training)."""
+    return torch.as_tensor(np.ascontiguousarray(x), dtype=dtype).to(device)
+
+
+def fit(model: nn.Module, loss_fn: Callable[..., torch.Tensor], tensors: tuple[torch.Tensor, ...], *,
+        epochs: int, batch_size: int, lr: float, generator: torch.Generator,
+        progress: Progress | None = None, threads: int | None = None) -> list[float]:
+    """Adam on ``loss_fn(*batch)`` over shuffled index batches; the mean loss per epoch."""
+    n = int(tensors[0].shape[0])
+    if n == 0:
+        raise InputError("cannot train on zero rows")
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = torch.zeros(epochs, device=tensors[0].device)
+    model.train()
+    with intra_op_threads(threads):
+        for epoch in range(epochs):
+            order = torch.randperm(n, generator=generator, device=generator.device)
+            for start in range(0, n, batch_size):
+                idx = order[start:start + batch_size]
+                loss = loss_fn(*(t[idx] for t in tensors))
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                losses[epoch] += loss.detach() * len(idx)
+            if progress is not None:
+                progress(epoch + 1, epochs)
+    model.eval()
+    return [v / n for v in losses.tolist()]
+
+
+def fit_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, config: TrainConfig,
+                   generator: torch.Generator, progress: Progress | None = None) -> list[float]:
+    """Train a one-logit classifier with binary cross-entropy (sigmoid folded into the loss)."""
+    def loss_fn(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return F.binary_cross_entropy_with_logits(model(xb).squeeze(1), yb)
+
+    return fit(model, loss_fn, (x, y), epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
+               generator=generator, progress=progress, threads=config.threads)
+
+
+def fit_vae(vae: VAE, x: torch.Tensor, *, epochs: int, config: TrainConfig,
+            generator: torch.Generator) -> list[float]:
+    """Pretrain ``vae`` on ``x`` with eq. 5; the reparameterisation noise comes from ``generator``."""
+    return fit(vae, lambda xb: vae.loss(xb, generator), (x,), epochs=epochs,
+               batch_size=config.batch_size, lr=config.lr, generator=generator, threads=config.threads)
+
+
+def predict_scores(model: nn.Module, x: torch.Tensor) -> np.ndarray:
+    """Sigmoid scores of a one-logit classifier, as a float64 numpy vector."""
+    model.eval()
+    with torch.inference_mode():
+        return torch.sigmoid(model(x).squeeze(1)).double().cpu().numpy()
+
+
+def train_and_evaluate(model: nn.Module, x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, *,
+                       config: TrainConfig, purpose: str
+                       ) -> tuple[dict[str, float], dict[str, float], list[float]]:
+    """Standardise with the training rows' statistics, train ``model`` on them, score the test rows.
+
+    ``train`` and ``test`` are boolean row masks. Returns (metrics, phase seconds
+    for "training" and "inference", per-epoch training losses). Batch order comes
+    from the seed's ``{purpose}/batches`` stream.
+    """
+    device = resolve_device(config.device)
+    scaler = Standardizer.fit(x[train])
+    model = model.to(device)
+    start = time.perf_counter()
+    history = fit_classifier(model, as_tensor(scaler.transform(x[train]), device),
+                             as_tensor(y[train], device), config=config, progress=config.progress,
+                             generator=device_generator(SeedPlan(config.seed), f"{purpose}/batches", device))
+    trained = time.perf_counter()
+    with intra_op_threads(config.threads):
+        scores = predict_scores(model, as_tensor(scaler.transform(x[test]), device))
+    metrics = binary_metrics(y[test], scores)
+    return metrics, {"training": trained - start, "inference": time.perf_counter() - trained}, history
+
+
+def binary_labels(labels: np.ndarray, *, owner: str) -> np.ndarray:
+    """``labels`` as float32 0/1, or InputError naming ``owner`` if they are not binary."""
+    labels = np.asarray(labels)
+    values = set(np.unique(labels).tolist())
+    if not values <= {0, 1}:
+        raise InputError(f"{owner}: binary classification needs labels 0/1, got values {sorted(values)[:5]}")
+    return labels.astype(np.float32)
+
+
+@dataclass
+class MethodResult:
+    """The result object every vertical method returns (DESIGN.md, "Results")."""
+
+    method: str
+    dataset: str
+    seed: int
+    device: str
+    metrics: dict[str, float]
+    seconds: float
+    bytes: int
+    phases: dict[str, float]
+    bytes_per_party: dict[str, int]
+    settings: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        return {**out.pop("extra"), **out}
+
+
+__all__ = ["MethodResult", "Progress", "TrainConfig", "as_tensor", "binary_labels", "device_generator",
+           "fit", "fit_classifier", "fit_vae", "intra_op_threads", "predict_scores",
+           "train_and_evaluate"]

@@ -1,0 +1,49 @@
+"""The shared training loop and its config."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from protocols.errors import InputError
+from securefl.algorithms.training import TrainConfig, fit, fit_classifier, predict_scores
+from securefl.models import mlp
+from securefl.runtime import SeedPlan
+
+
+def _data(n: int = 200) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(n, 4, generator=SeedPlan(0).torch("x"))
+    return x, (x[:, 0] - x[:, 2] > 0).float()
+
+
+def test_classifier_learns_and_reports_progress_per_epoch():
+    x, y = _data()
+    seen = []
+    model = mlp(4, 20, generator=SeedPlan(0).torch("init"))
+
+    history = fit_classifier(model, x, y, config=TrainConfig(epochs=30, batch_size=32),
+                             generator=SeedPlan(0).torch("b"), progress=lambda e, t: seen.append(e))
+
+    accuracy = float(((torch.as_tensor(predict_scores(model, x)) >= 0.5).float() == y).float().mean())
+    assert accuracy > 0.9 and history[-1] < history[0]
+    assert seen == list(range(1, 31))
+
+
+def test_training_on_zero_rows_is_an_input_error():
+    model = mlp(4, 8)
+    with pytest.raises(InputError, match="zero rows"):
+        fit(model, lambda xb: model(xb).sum(), (torch.zeros(0, 4),), epochs=1, batch_size=4, lr=1e-3,
+            generator=torch.Generator())
+
+
+def test_config_defaults_are_the_papers_and_settings_are_json_ready():
+    config = TrainConfig(progress=print)
+
+    assert (config.epochs, config.batch_size, config.lr, config.hidden_multiplier) == (100, 128, 1e-3, 5)
+    assert "progress" not in config.settings() and config.settings()["device"] == "cpu"
+
+
+@pytest.mark.parametrize("field,value", [("epochs", 0), ("batch_size", None), ("lr", -1.0), ("device", 3)])
+def test_bad_values_name_the_field(field, value):
+    with pytest.raises(InputError, match=f"TrainConfig.{field}"):
+        TrainConfig(**{field: value})
