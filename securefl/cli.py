@@ -18,7 +18,7 @@ EXIT_PROTOCOL = 3
 
 def build_parser() -> argparse.ArgumentParser:
     from securefl import __version__
-    from securefl.commands import demo, psi
+    from securefl.commands import demo, psi, run
 
     parser = argparse.ArgumentParser(
         prog="securefl", description="Secure federated learning across organisations.")
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     demo.add_parser(sub)
     psi.add_parser(sub)
+    run.add_parser(sub)
     return parser
 
 

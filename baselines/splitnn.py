@@ -1,0 +1,269 @@
+"""Plaintext split neural network with exactly the structure of HE-VFL (the reference).
+
+The network of the STFL paper's "FATE" baseline: a bottom model per party (one
+dense layer, n_g hidden nodes, ReLU), an interactive layer joining both bottom
+outputs (n_h nodes, ReLU), a top model (n_h hidden nodes, ReLU, one logit), sigmoid
+and binary cross-entropy. Widths follow the paper's rule "5 times the number of
+input features": each party's bottom width is 5x its own feature count, and
+n_h = 5x the active party's (the paper's host) feature count; all can be
+overridden. Batch size 128, Adam (lr 1e-3) for the bottom and top models, 100
+epochs. The interactive layer is updated by plain SGD at ``interactive_lr``,
+because under HE-VFL's noise masking no party sees its true gradient (see
+:mod:`protocols.interactive.layer`; FATE does the same).
+
+:func:`train_splitnn` runs this in one process, in the clear: the reference that
+HE-VFL must match weight for weight (same seed -> same initialisation, same batch
+order, same float64 arithmetic) and a fast plaintext baseline. Rows are the
+intersection of the parties' IDs; the active party standardises its features on
+its training rows, the passive party on all of its own rows (it is never told
+which rows are for training).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from protocols.errors import InputError
+from securefl.data import PartyTable, VerticalSplit
+from securefl.runtime import SeedPlan, binary_metrics, resolve_device
+
+DTYPE = torch.float64
+Progress = Callable[[int, int], None]
+
+
+def _positive_int(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{owner}.{name} must be a positive int{' or None' if optional else ''}, "
+                         f"got {value!r}")
+
+
+def _positive_float(owner: str, name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value <= 0:
+        raise InputError(f"{owner}.{name} must be a positive finite number, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Widths:
+    """Layer widths: each bottom model's output, the interactive layer, the top hidden layer."""
+
+    bottom_active: int
+    bottom_passive: int
+    interactive: int
+    top: int
+
+
+@dataclass(frozen=True)
+class SplitNNConfig:
+    """Training settings shared by the split NN and HE-VFL (paper defaults).
+
+    ``progress`` (optional, local only) is called as ``progress(epoch, total)`` after
+    each training epoch, e.g. to drive a progress bar.
+    """
+
+    epochs: int = 100
+    batch_size: int = 128
+    lr: float = 1e-3
+    interactive_lr: float = 0.1
+    seed: int = 0
+    device: str = "cpu"
+    bottom_active: int | None = None
+    bottom_passive: int | None = None
+    interactive: int | None = None
+    top: int | None = None
+    progress: Progress | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        if self.progress is not None and not callable(self.progress):
+            raise InputError(f"{owner}.progress must be callable(epoch, total) or None")
+        _positive_int(owner, "epochs", self.epochs)
+        _positive_int(owner, "batch_size", self.batch_size)
+        _positive_float(owner, "lr", self.lr)
+        _positive_float(owner, "interactive_lr", self.interactive_lr)
+        for name in ("bottom_active", "bottom_passive", "interactive", "top"):
+            _positive_int(owner, name, getattr(self, name), optional=True)
+        SeedPlan(self.seed)  # validates the seed
+        if not isinstance(self.device, str):
+            raise InputError(f"{owner}.device must be a str, got {self.device!r}")
+
+    def widths(self, n_active: int, n_passive: int) -> Widths:
+        """The paper's rule (5x input features), with any width given here taking precedence."""
+        return self.active_widths(n_active, self.passive_width(n_passive))
+
+    def passive_width(self, n_passive: int) -> int:
+        """The passive party's bottom width: what only it can compute (from its feature count)."""
+        return self.bottom_passive or 5 * n_passive
+
+    def active_widths(self, n_active: int, bottom_passive: int) -> Widths:
+        """All widths, given the passive party's announced bottom width."""
+        interactive = self.interactive or 5 * n_active
+        return Widths(self.bottom_active or 5 * n_active, bottom_passive, interactive,
+                      self.top or interactive)
+
+    def settings(self) -> dict[str, Any]:
+        """The JSON-ready settings (everything but the progress callback)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "progress"}
+
+
+def _init_linear(layer: nn.Linear, gen: torch.Generator) -> nn.Linear:
+    """PyTorch's default Linear initialisation, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), seeded."""
+    bound = 1.0 / math.sqrt(layer.in_features)
+    with torch.no_grad():
+        layer.weight.copy_(torch.rand(layer.weight.shape, generator=gen, dtype=DTYPE) * 2 * bound - bound)
+        layer.bias.copy_(torch.rand(layer.bias.shape, generator=gen, dtype=DTYPE) * 2 * bound - bound)
+    return layer
+
+
+def bottom_model(n_in: int, width: int, seed: int, party: str, device: torch.device) -> nn.Module:
+    """One party's bottom model, Linear + ReLU, initialised from ``init:bottom_<party>``."""
+    layer = _init_linear(nn.Linear(n_in, width, dtype=DTYPE), SeedPlan(seed).torch(f"init:bottom_{party}"))
+    return nn.Sequential(layer, nn.ReLU()).to(device)
+
+
+def top_model(widths: Widths, seed: int, device: torch.device) -> nn.Module:
+    """The active party's top model: Linear + ReLU + Linear to one logit."""
+    gen = SeedPlan(seed).torch("init:top")
+    first = _init_linear(nn.Linear(widths.interactive, widths.top, dtype=DTYPE), gen)
+    last = _init_linear(nn.Linear(widths.top, 1, dtype=DTYPE), gen)
+    return nn.Sequential(first, nn.ReLU(), last).to(device)
+
+
+def interactive_init(widths: Widths, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(W_active, W_passive, bias) of the interactive layer, as one Linear over [a_active, a_passive]."""
+    fan_in = widths.bottom_active + widths.bottom_passive
+    layer = _init_linear(nn.Linear(fan_in, widths.interactive, dtype=DTYPE),
+                         SeedPlan(seed).torch("init:interactive"))
+    weight = layer.weight.detach().numpy().T
+    return (weight[:widths.bottom_active].copy(), weight[widths.bottom_active:].copy(),
+            layer.bias.detach().numpy().copy())
+
+
+def standardizer(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and std (1 where a column is constant) of the rows a party fits on."""
+    mean = features.mean(axis=0)
+    std = features.std(axis=0)
+    return mean, np.where(std > 0, std, 1.0)
+
+
+def batches(ids: Sequence[str], batch_size: int, seed: int, epoch: int) -> Iterator[list[str]]:
+    """The batch order of one epoch: sorted IDs permuted by ``batches:<epoch>``."""
+    ordered = sorted(ids)
+    perm = SeedPlan(seed).numpy(f"batches:{epoch}").permutation(len(ordered))
+    for start in range(0, len(ordered), batch_size):
+        yield [ordered[i] for i in perm[start:start + batch_size]]
+
+
+def loss_and_logits(top: nn.Module, z: torch.Tensor,
+                    labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Interactive activation, top model, sigmoid + BCE (as BCE with logits)."""
+    logits = top(torch.relu(z)).squeeze(1)
+    return nn.functional.binary_cross_entropy_with_logits(logits, labels), logits
+
+
+def _rows(table: PartyTable, ids: Sequence[str]) -> np.ndarray:
+    index = {v: i for i, v in enumerate(table.ids)}
+    return np.array([index[v] for v in ids], dtype=np.int64)
+
+
+@dataclass
+class _Reference:
+    """All parameters of the split NN in one process."""
+
+    bottom_active: nn.Module
+    bottom_passive: nn.Module
+    w_active: torch.Tensor
+    w_passive: torch.Tensor
+    bias: torch.Tensor
+    top: nn.Module
+
+    def logits(self, xa: torch.Tensor, xp: torch.Tensor,
+               y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z = self.bottom_active(xa) @ self.w_active + self.bottom_passive(xp) @ self.w_passive + self.bias
+        return loss_and_logits(self.top, z, y)
+
+
+def _build(config: SplitNNConfig, n_active: int, n_passive: int, device: torch.device) -> _Reference:
+    widths = config.widths(n_active, n_passive)
+    w_a, w_p, bias = (torch.tensor(v, dtype=DTYPE, device=device, requires_grad=True)
+                      for v in interactive_init(widths, config.seed))
+    return _Reference(bottom_model(n_active, widths.bottom_active, config.seed, "active", device),
+                      bottom_model(n_passive, widths.bottom_passive, config.seed, "passive", device),
+                      w_a, w_p, bias, top_model(widths, config.seed, device))
+
+
+def train_splitnn(split: VerticalSplit, config: SplitNNConfig) -> dict[str, Any]:
+    """Train and evaluate the plaintext split NN; returns metrics and the final weights."""
+    if len(split.dataset.passive) != 1:
+        raise InputError(f"the split NN takes one passive party, got {len(split.dataset.passive)}")
+    device, start = resolve_device(config.device), time.perf_counter()
+    active, passive = split.dataset.active, split.dataset.passive[0]
+    common = set(active.ids) & set(passive.ids)
+    train_ids, test_ids = sorted(common & split.train_ids), sorted(common & split.test_ids)
+    if not train_ids or not test_ids:
+        raise InputError("no training or no test rows are shared by both parties")
+    mean_a, std_a = standardizer(active.features[_rows(active, train_ids)])
+    mean_p, std_p = standardizer(passive.features)
+
+    def tensors(ids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        ra, rp = _rows(active, ids), _rows(passive, ids)
+        as_t = lambda v: torch.tensor(v, dtype=DTYPE, device=device)  # noqa: E731
+        return (as_t((active.features[ra] - mean_a) / std_a), as_t((passive.features[rp] - mean_p) / std_p),
+                as_t(np.asarray(active.labels)[ra].astype(np.float64)))
+
+    net = _build(config, active.n_features, passive.n_features, device)
+    adam = torch.optim.Adam([*net.bottom_active.parameters(), *net.top.parameters(),
+                             *net.bottom_passive.parameters()], lr=config.lr)
+    sgd = torch.optim.SGD([net.w_active, net.w_passive, net.bias], lr=config.interactive_lr)
+    for epoch in range(config.epochs):
+        for ids in batches(train_ids, config.batch_size, config.seed, epoch):
+            loss, _ = net.logits(*tensors(ids))
+            adam.zero_grad()
+            sgd.zero_grad()
+            loss.backward()
+            adam.step()
+            sgd.step()
+        if config.progress is not None:
+            config.progress(epoch + 1, config.epochs)
+    with torch.no_grad():
+        xa, xp, y = tensors(test_ids)
+        _, logits = net.logits(xa, xp, y)
+    scores = torch.sigmoid(logits).cpu().numpy()
+    return {"method": "splitnn", "metrics": binary_metrics(y.cpu().numpy(), scores),
+            "seconds": time.perf_counter() - start, "bytes": 0, "train_rows": len(train_ids),
+            "test_rows": len(test_ids), "weights": weights_of(net)}
+
+
+def weights_of(net: Any) -> dict[str, np.ndarray]:
+    """Every layer's parameters as float64 arrays, named as HE-VFL reports them."""
+    out = {f"{name}.{k}": v.detach().cpu().numpy()
+           for name in ("bottom_active", "bottom_passive", "top")
+           for k, v in getattr(net, name).state_dict().items()}
+    out.update({"interactive.w_active": net.w_active.detach().cpu().numpy(),
+                "interactive.w_passive": net.w_passive.detach().cpu().numpy(),
+                "interactive.bias": net.bias.detach().cpu().numpy()})
+    return out
+
+
+def run_splitnn(split: VerticalSplit, config: SplitNNConfig | None = None) -> dict[str, Any]:
+    """:func:`train_splitnn` without the weights, in the shape of every result file."""
+    config = config or SplitNNConfig()
+    result = train_splitnn(split, config)
+    result.pop("weights")
+    result.update(dataset=split.dataset.name, seed=config.seed, device=config.device,
+                  settings=config.settings())
+    return result
+
+
+__all__ = ["DTYPE", "Progress", "SplitNNConfig", "Widths", "batches", "bottom_model", "interactive_init",
+           "loss_and_logits", "run_splitnn", "standardizer", "top_model", "train_splitnn",
+           "weights_of"]

@@ -1,0 +1,261 @@
+"""The secure interactive layer of HE-VFL as a two-party protocol (STFL paper, Algorithms 1-2).
+
+This is the interactive layer of FATE's heterogeneous NN: the passive party (key
+owner, the paper's guest) holds its bottom-model activations ``a`` (batch x n) and
+an accumulated noise ``eps_acc`` (n x m); the active party (the paper's host)
+holds the noise-masked weights ``W~`` (n x m). Neither knows the true weights
+
+    W = W~ - eps_acc                                    (the invariant)
+
+(FATE keeps the same invariant with the opposite sign, W = W~ + acc_noise) and the
+layer computes ``z = a @ W`` for the active party. Messages per step
+(``Tag(step, stage, name)``; [.] = encrypted under the passive party's key):
+
+Forward (Algorithm 1)
+  P -> A  x:        [a]
+  A -> P  z_masked: [a @ W~ + eps_s]                          (fresh mask eps_s)
+  P -> A  z_reply:  (a @ W~ + eps_s) - a @ eps_acc = z + eps_s
+  A:      z = z_reply - eps_s
+Backward (Algorithm 2), given dz = dL/dz from the active party's top model
+  A -> P  g_masked: [a.T @ dz + eps_s']                       (= [dL/dW + eps_s'])
+  P -> A  g_reply:  dL/dW + eps_s' - eps_w / lr,  [eps_acc]    (fresh eps_w; then
+                    eps_acc += eps_w)
+  A -> P  da:       [dz @ W~.T - dz @ [eps_acc].T] = [dz @ W.T] = [dL/da]
+  A:      W~ -= lr * (dL/dW - eps_w / lr)          so W~ - eps_acc keeps the invariant and
+                                                   W moves by exactly -lr * dL/dW
+  P:      dL/da = Dec(da), for its bottom model
+
+Both gradients use the weights of the forward pass: ``dL/da`` is computed with the old
+``W~`` and the old ``eps_acc`` (which is why P encrypts eps_acc before adding eps_w);
+the paper's listing is ambiguous about this order. The update is plain SGD with
+rate ``lr``: an Adam step needs the true gradient, which no party sees (A sees it
+only masked by eps_w / lr), so it cannot be applied under this masking. FATE does
+the same (its interactive layer is a numpy dense layer updated with
+``interactive_layer_lr``); the bottom and top models keep their own optimiser.
+``eps_acc`` starts at zero, as in FATE: the initial weights are random and known to
+the active party, which initialises them; the accumulated noise hides them from then on.
+
+What each party sees: P sees only masked values (z + eps_s, dL/dW + eps_s') and its
+own dL/da; A sees [a], z, and the gradient masked by eps_w / lr; only public HE
+contexts travel. Masks and noise come from the OS (``secrets`` / ``os.urandom``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from protocols.codec import Tag
+from protocols.errors import InputError, ProtocolError
+from protocols.he import BACKENDS, load_public_context, make_config
+from protocols.interactive.ckks_engine import (MASK_BITS, PACKED_CKKS_OPTIONS, PackedCKKSKey,
+                                               os_uniform)
+from protocols.interactive.engines import (ActiveEngine, PassiveEngine, active_engine,
+                                           passive_engine)
+from protocols.interactive.sealwire import prefixed, unprefixed
+from protocols.transport import Transport
+
+STAGE = "interactive"
+SCHEMES = ("paillier", "ckks")
+
+
+def _number(name: str, value: Any, *, low: float, strict: bool = True) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or (value <= low if strict else value < low):
+        raise InputError(f"InteractiveConfig.{name} must be a finite number "
+                         f"{'>' if strict else '>='} {low}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class InteractiveConfig:
+    """Settings of the secure interactive layer; both parties must use the same.
+
+    ``he``: "paillier" (exact fixed point) or "ckks" (``packed=True``: the fast
+    slot-packed engine; False: the generic EncryptedArray engine). ``lr``: SGD rate
+    of the interactive weights. ``noise_scale``: eps_w ~ U(-noise_scale, noise_scale)
+    per step; 0 switches the weight-gradient mask off. FATE draws U(-2^10, 2^10) with
+    Paillier; the default 1.0 keeps W~ small, which packed CKKS needs (its absolute
+    error grows with max |W~|) and which keeps Paillier lanes within their slots.
+    ``activation_bound``: public bound on |a| (encryption range). ``mask_bits``:
+    statistical hiding of packed CKKS masks. Paillier: ``key_bits``,
+    ``precision_bits``, ``insecure_small_keys_for_tests`` (tests only).
+    """
+
+    he: str = "ckks"
+    lr: float = 0.1
+    noise_scale: float = 1.0
+    activation_bound: float = 64.0
+    packed: bool = True
+    mask_bits: int = MASK_BITS
+    key_bits: int = 2048
+    precision_bits: int = 32
+    insecure_small_keys_for_tests: bool = False
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.he not in SCHEMES:
+            raise InputError(f"unknown HE scheme {self.he!r}; choose one of {list(SCHEMES)}")
+        _number("lr", self.lr, low=0.0)
+        _number("noise_scale", self.noise_scale, low=0.0, strict=False)
+        _number("activation_bound", self.activation_bound, low=0.0)
+        for name in ("packed", "insecure_small_keys_for_tests"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(f"InteractiveConfig.{name} must be bool")
+        if isinstance(self.mask_bits, bool) or not isinstance(self.mask_bits, int) \
+                or not 1 <= self.mask_bits <= 40:
+            raise InputError(f"InteractiveConfig.mask_bits must be an int in 1..40, got {self.mask_bits!r}")
+        he_config = self.he_config()  # validates key size, precision, workers; makes no key
+        if self.packed_ckks and self.activation_bound > he_config.value_limit:
+            raise InputError(f"InteractiveConfig.activation_bound must be at most "
+                             f"{he_config.value_limit:g} for packed CKKS, got {self.activation_bound!r}")
+
+    def he_config(self) -> Any:
+        """The HE scheme's validated configuration (no keys are generated)."""
+        if self.packed_ckks:
+            return make_config("ckks", **PACKED_CKKS_OPTIONS, workers=self.workers)
+        if self.he == "ckks":
+            return make_config("ckks", workers=self.workers)
+        return make_config("paillier", key_bits=self.key_bits, precision_bits=self.precision_bits,
+                           insecure_small_keys_for_tests=self.insecure_small_keys_for_tests,
+                           workers=self.workers)
+
+    @property
+    def packed_ckks(self) -> bool:
+        return self.he == "ckks" and self.packed
+
+    def make_key(self) -> Any:
+        """A fresh key pair for the passive party (OS randomness)."""
+        if self.packed_ckks:
+            return PackedCKKSKey.generate(self.he_config())
+        return BACKENDS[self.he].generate(self.he_config())
+
+
+def _matrix(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if array.shape != shape or not np.all(np.isfinite(array)):
+        raise InputError(f"{name} must be a finite array of shape {shape}, got {array.shape}")
+    return array
+
+
+class PassiveInteractive:
+    """The passive party's side: owns the HE key and eps_acc."""
+
+    def __init__(self, transport: Transport, *, active: str, n_in: int,
+                 config: InteractiveConfig, stage: str = STAGE) -> None:
+        if isinstance(n_in, bool) or not isinstance(n_in, int) or n_in < 1:
+            raise InputError(f"n_in must be a positive int, got {n_in!r}")
+        self.t, self.active, self.n_in, self.config, self.stage = transport, active, n_in, config, stage
+        self.engine: PassiveEngine | None = None
+        self.noise = np.zeros((n_in, 0))  # eps_acc, once setup() knows n_out
+
+    def _tag(self, step: int, name: str) -> Tag:
+        return Tag(step, self.stage, name)
+
+    def setup(self) -> int:
+        """Make keys, send the public context, learn n_out; returns n_out."""
+        key = self.config.make_key()
+        self.t.send(self.active, self._tag(0, "hello"), scheme=self.config.he,
+                    packed=self.config.packed_ckks, n_in=self.n_in,
+                    context=key.public_context().serialize())
+        n_out = self.t.recv(self.active, self._tag(0, "ready"))["n_out"]
+        if isinstance(n_out, bool) or not isinstance(n_out, int) or n_out < 1:
+            raise ProtocolError(f"party {self.active!r} announced an invalid n_out {n_out!r}")
+        self.engine = passive_engine(key, self.n_in, n_out, self.config.activation_bound)
+        self.noise = np.zeros((self.n_in, n_out))
+        return n_out
+
+    def _ready(self) -> PassiveEngine:
+        if self.engine is None:
+            raise InputError("call setup() first")
+        return self.engine
+
+    def forward(self, a: np.ndarray, *, step: int, train: bool) -> None:
+        """Algorithm 1 for one batch of activations ``a`` (rows x n_in)."""
+        engine = self._ready()
+        a = np.asarray(a, dtype=np.float64)
+        if a.ndim != 2 or a.shape[1] != self.n_in or a.shape[0] < 1:
+            raise InputError(f"activations must have shape (rows, {self.n_in}), got {a.shape}")
+        self.t.send(self.active, self._tag(step, "x"), engine.encrypt_input(a, train=train))
+        masked = self.t.recv(self.active, self._tag(step, "z_masked"))
+        reply = engine.open_masked(masked.fields, "forward", a @ self.noise)
+        self.t.send(self.active, self._tag(step, "z_reply"), reply)
+
+    def backward(self, *, step: int) -> np.ndarray:
+        """Algorithm 2 after :meth:`forward` of the same step; returns dL/da."""
+        engine = self._ready()
+        masked = self.t.recv(self.active, self._tag(step, "g_masked"))
+        eps_w = os_uniform(self.config.noise_scale, self.noise.shape)
+        reply = engine.open_masked(masked.fields, "weight", eps_w / self.config.lr)
+        old = engine.encrypt_noise(self.noise)
+        self.noise = self.noise + eps_w
+        self.t.send(self.active, self._tag(step, "g_reply"), {**prefixed("g", reply),
+                                                             **prefixed("e", old)})
+        return engine.open_input_grad(self.t.recv(self.active, self._tag(step, "da")).fields)
+
+
+class ActiveInteractive:
+    """The active party's side: owns W~ (noise-masked weights), evaluates under HE."""
+
+    def __init__(self, transport: Transport, *, passive: str, n_out: int,
+                 config: InteractiveConfig, stage: str = STAGE) -> None:
+        if isinstance(n_out, bool) or not isinstance(n_out, int) or n_out < 1:
+            raise InputError(f"n_out must be a positive int, got {n_out!r}")
+        self.t, self.passive, self.n_out, self.config, self.stage = transport, passive, n_out, config, stage
+        self.engine: ActiveEngine | None = None
+        self.weight = np.zeros((0, n_out))
+
+    def _tag(self, step: int, name: str) -> Tag:
+        return Tag(step, self.stage, name)
+
+    def setup(self, init: Callable[[int], np.ndarray]) -> int:
+        """Receive the public context; W~ = init(n_in) (eps_acc starts at 0); returns n_in."""
+        hello = self.t.recv(self.passive, self._tag(0, "hello"))
+        scheme, packed, n_in = hello["scheme"], hello["packed"], hello["n_in"]
+        if scheme != self.config.he or packed is not self.config.packed_ckks:
+            raise ProtocolError(f"party {self.passive!r} runs {scheme!r} (packed={packed!r}); this party "
+                                f"expects {self.config.he!r} (packed={self.config.packed_ckks})")
+        if isinstance(n_in, bool) or not isinstance(n_in, int) or n_in < 1:
+            raise ProtocolError(f"party {self.passive!r} announced an invalid n_in {n_in!r}")
+        small = self.config.insecure_small_keys_for_tests
+        public = load_public_context(scheme, hello["context"], workers=self.config.workers,
+                                     insecure_small_keys_for_tests=small)
+        if packed and (tuple(public.config.coeff_mod_bit_sizes), public.config.scale_bits) != (
+                PACKED_CKKS_OPTIONS["coeff_mod_bit_sizes"], PACKED_CKKS_OPTIONS["scale_bits"]):
+            raise ProtocolError("the packed CKKS context does not have the packed engine's parameters")
+        self.engine = active_engine(public, n_in, self.n_out, packed_layout=packed,
+                                    mask_bits=self.config.mask_bits)
+        self.weight = _matrix("initial weight", init(n_in), (n_in, self.n_out)).copy()
+        self.t.send(self.passive, self._tag(0, "ready"), n_out=self.n_out)
+        return n_in
+
+    def _ready(self) -> ActiveEngine:
+        if self.engine is None:
+            raise InputError("call setup() first")
+        return self.engine
+
+    def forward(self, *, step: int, rows: int, train: bool) -> np.ndarray:
+        """Algorithm 1: z = a @ W (rows x n_out) for the passive party's next batch."""
+        engine = self._ready()
+        engine.load_input(self.t.recv(self.passive, self._tag(step, "x")).fields, rows=rows,
+                          train=train)
+        fields, mask = engine.forward(self.weight)
+        self.t.send(self.passive, self._tag(step, "z_masked"), fields)
+        return engine.unmask(mask, self.t.recv(self.passive, self._tag(step, "z_reply")).fields)
+
+    def backward(self, dz: np.ndarray, *, step: int) -> None:
+        """Algorithm 2 with dz = dL/dz (rows x n_out): updates W~, sends [dL/da]."""
+        engine = self._ready()
+        dz = _matrix("dz", dz, (engine.rows, self.n_out))
+        fields, mask = engine.weight_grad(dz)
+        self.t.send(self.passive, self._tag(step, "g_masked"), fields)
+        reply = self.t.recv(self.passive, self._tag(step, "g_reply")).fields
+        grad = engine.unmask(mask, unprefixed("g", reply))  # dL/dW - eps_w / lr
+        da = engine.input_grad(unprefixed("e", reply), dz, self.weight)
+        self.weight = self.weight - self.config.lr * grad
+        self.t.send(self.passive, self._tag(step, "da"), da)
+
+
+__all__ = ["ActiveInteractive", "InteractiveConfig", "PassiveInteractive", "SCHEMES", "STAGE"]

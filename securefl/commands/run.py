@@ -1,0 +1,137 @@
+"""``securefl run METHOD``: train one method on one dataset and report accuracy, time and bytes.
+
+Vertical methods (the STFL paper's comparison): ``stfl``, ``he-vfl``,
+``hierarchical``, ``centralized``. The data is a registered dataset
+(``--dataset``) or one CSV per party (``--party-csv``, with ``--id-column`` and
+``--label``; the file holding the label column is the active party). Rows are
+split per seed into 40% self-taught, 40% train and 20% test as in the paper;
+``--all-data`` moves the self-taught rows into training (not for STFL, whose
+passive parties pretrain on them).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Callable
+
+from protocols.errors import InputError
+from securefl.data import stfl_split
+from securefl.results import write_json_atomically
+
+VERTICAL_METHODS = ("stfl", "he-vfl", "hierarchical", "centralized")
+EXAMPLE = "securefl run stfl --dataset breast --seed 0 --json stfl.json"
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("run", help="train one method on one dataset",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                              epilog=f"example: {EXAMPLE}\n  own data: securefl run stfl --party-csv bank.csv"
+                                     " shop.csv --id-column id --label y")
+    p.add_argument("method", choices=VERTICAL_METHODS)
+    data = p.add_mutually_exclusive_group()
+    data.add_argument("--dataset", help="a registered dataset (default: breast_sklearn, bundled)")
+    data.add_argument("--party-csv", nargs="+", type=Path, metavar="CSV", help="one CSV per party")
+    p.add_argument("--id-column", default="id", help="ID column of the party CSVs (default: id)")
+    p.add_argument("--label", default="y", help="label column; its file is the active party (default: y)")
+    p.add_argument("--data-dir", type=Path, help="folder of dataset files (default: $SECUREFL_DATA)")
+    p.add_argument("--seed", type=int, default=0, help="split, initialisation and batch order (not crypto)")
+    p.add_argument("--epochs", type=int, default=100, help="training epochs (default: 100)")
+    p.add_argument("--vae-epochs", type=int, default=None, help="STFL: VAE pretraining epochs (default: --epochs)")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--he", choices=("ckks", "paillier"), default="ckks", help="HE-VFL: encryption scheme")
+    p.add_argument("--all-data", action="store_true", help="train on self-taught + train rows (not STFL)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] for model computation")
+    p.add_argument("--backend", choices=("inprocess", "torch"), default="inprocess",
+                   help="transport: threads in this process, or one process per party (gloo)")
+    p.add_argument("--json", type=Path, help="write the result object here")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(handler=run)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    for name in ("epochs", "batch_size"):
+        if getattr(args, name) < 1:
+            raise InputError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.vae_epochs is not None and args.vae_epochs < 1:
+        raise InputError(f"--vae-epochs must be at least 1, got {args.vae_epochs}")
+    if not args.lr > 0:
+        raise InputError(f"--lr must be positive, got {args.lr}")
+    if args.seed < 0:
+        raise InputError(f"--seed must be non-negative, got {args.seed}")
+    if args.all_data and args.method == "stfl":
+        raise InputError("--all-data does not apply to stfl: its passive parties pretrain on the self-taught rows")
+
+
+def load_dataset(args: argparse.Namespace) -> Any:
+    """The registered dataset or the user's party CSVs, checked for overlap."""
+    from securefl.data import check_overlap, load_party_csvs, load_vertical
+
+    if args.party_csv:
+        dataset = load_party_csvs(args.party_csv, id_column=args.id_column, label_column=args.label)
+    else:
+        dataset = load_vertical(args.dataset or "breast_sklearn", data_dir=args.data_dir)
+    check_overlap(dataset)
+    return dataset
+
+
+def _progress(args: argparse.Namespace, label: str) -> Callable[[int, int], None] | None:
+    if args.no_progress:
+        return None
+    from tqdm import tqdm
+
+    bars: dict[str, Any] = {}
+
+    def update(done: int, total: int, phase: str = label) -> None:
+        bar = bars.get(phase)
+        if bar is None:
+            bar = bars[phase] = tqdm(total=total, desc=phase, unit="epoch", leave=False)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_args(args)
+    from securefl.runtime import resolve_device
+
+    resolve_device(args.device)
+    dataset = load_dataset(args)
+    split = stfl_split(dataset, seed=args.seed, all_data=args.all_data)
+    result = run_method(args.method, split, args)
+    result.setdefault("settings", {}).update({"all_data": args.all_data, "backend": args.backend})
+    metrics = result["metrics"]
+    print(f"{args.method} on {dataset.name} (seed {args.seed}): accuracy {metrics['accuracy']:.4f}"
+          f" | AUROC {metrics.get('auroc', float('nan')):.4f} | {result['seconds']:.2f} s"
+          f" | {result['bytes']:,} bytes")
+    if args.json:
+        write_json_atomically(args.json, result)
+    return 0
+
+
+def run_method(method: str, split: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Build the method's config from the arguments and run it on ``split``."""
+    progress = _progress(args, method)
+    common = {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
+              "device": args.device, "progress": progress}
+    if method == "he-vfl":
+        from baselines.he_vfl import HEVFLConfig, run_he_vfl
+
+        return run_he_vfl(split, HEVFLConfig(he=args.he, **common), backend=args.backend)
+    from securefl.algorithms.stfl import STFLConfig
+
+    config = STFLConfig(vae_epochs=args.vae_epochs or args.epochs, **common)
+    if method == "stfl":
+        from securefl.algorithms.stfl import run_stfl
+
+        return run_stfl(split, config, backend=args.backend)
+    if method == "hierarchical":
+        from baselines.hierarchical import run_hierarchical
+
+        return run_hierarchical(split, config)
+    from baselines.centralized import run_centralized
+
+    return run_centralized(split, config)

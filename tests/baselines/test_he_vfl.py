@@ -1,0 +1,148 @@
+"""HE-VFL: equal to the plaintext split NN, learns, leaks nothing it should not, checks inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from baselines.he_vfl import HEVFLConfig, he_vfl_active, he_vfl_passive, run_he_vfl
+from baselines.splitnn import train_splitnn
+from protocols.errors import InputError
+from protocols.transport import RunResult, run_parties
+from securefl.data import PartyTable, VerticalSplit
+
+from .test_splitnn import TINY, tiny_split
+
+SMALL_KEYS = dict(key_bits=512, insecure_small_keys_for_tests=True)
+
+
+def _roles(split: VerticalSplit, config: HEVFLConfig, *, record: bool = False,
+           backend: str = "inprocess") -> RunResult:
+    active, passive = split.dataset.active, split.dataset.passive[0]
+    return run_parties(
+        {"active": he_vfl_active, "passive": he_vfl_passive}, record=record, backend=backend,
+        kwargs={"active": {"passive": "passive", "table": active, "train_ids": split.train_ids,
+                           "test_ids": split.test_ids, "config": config, "return_weights": True},
+                "passive": {"active": "active", "table": passive, "config": config,
+                            "return_weights": True}})
+
+
+def _weights(run: RunResult) -> dict[str, np.ndarray]:
+    """Every layer's weights; the interactive passive half is W = W~ - eps_acc."""
+    weights: dict[str, Any] = {**run.results["active"]["weights"], **run.results["passive"]["weights"]}
+    weights["interactive.w_passive"] = (weights.pop("interactive.masked_w_passive")
+                                        - weights.pop("interactive.noise"))
+    return weights
+
+
+@pytest.mark.parametrize("he", ["paillier", "ckks"])
+def test_training_through_the_protocol_equals_plaintext_training(he: str) -> None:
+    split = tiny_split(rows=50)
+    config = HEVFLConfig(he=he, epochs=2, batch_size=8, lr=0.01, interactive_lr=0.5, **TINY, **SMALL_KEYS)
+
+    run = _roles(split, config)
+    reference = train_splitnn(split, config.plain())
+    weights = _weights(run)
+
+    assert set(weights) == set(reference["weights"])
+    for name, expected in reference["weights"].items():
+        assert np.allclose(weights[name], expected, atol=1e-6, rtol=0), name
+    assert run.results["active"]["metrics"] == reference["metrics"]
+    steps = config.total_steps(run.results["active"]["train_rows"])
+    assert run.results["active"]["steps"] == run.results["passive"]["steps"] == steps >= 4
+    assert np.abs(run.results["passive"]["weights"]["interactive.noise"]).max() > 0.01
+
+
+def test_he_vfl_learns_on_separable_data() -> None:
+    config = HEVFLConfig(he="ckks", epochs=25, batch_size=16, lr=0.03, interactive_lr=0.5, **TINY)
+
+    result = run_he_vfl(tiny_split(rows=120), config)
+
+    assert result["metrics"]["accuracy"] >= 0.8
+    assert result["method"] == "he-vfl" and result["bytes"] > 0
+    assert set(result["phases"]) >= {"psi", "training", "inference"}
+    assert set(result["bytes_per_party"]) == {"active", "passive"}
+    assert sum(result["bytes_per_party"].values()) == result["bytes"]
+
+
+def test_the_passive_party_never_receives_labels_or_predictions() -> None:
+    split = tiny_split(rows=40)
+    run = _roles(split, HEVFLConfig(he="ckks", epochs=1, batch_size=8, **TINY), record=True)
+
+    for message in run.logs["passive"]:
+        for name, value in message.fields.items():
+            assert not isinstance(value, float), (message.tag, name)
+            if isinstance(value, np.ndarray):
+                assert value.dtype.kind in "iu", (message.tag, name, value.dtype)
+    batch_fields = {tuple(sorted(m.fields)) for m in run.logs["passive"] if m.tag.stage == "he_vfl"}
+    assert batch_fields == {("kind", "rows")}
+
+
+def test_max_steps_and_progress() -> None:
+    seen: list[tuple[int, int]] = []
+    config = HEVFLConfig(he="paillier", epochs=3, batch_size=8, max_steps=3, **TINY, **SMALL_KEYS,
+                         progress=lambda done, total: seen.append((done, total)))
+
+    result = run_he_vfl(tiny_split(rows=40), config)
+
+    per_epoch = -(-result["train_rows"] // 8)
+    assert (result["steps"], result["total_steps"], result["epochs"]) == (3, 3 * per_epoch, 3 // per_epoch)
+    assert seen == [(e, 3) for e in range(1, 3 // per_epoch + 1)]
+    assert result["projected_training_s"] == pytest.approx(per_epoch * result["phases"]["training"])
+    assert "progress" not in result["settings"]
+
+
+@pytest.mark.multiprocess
+def test_roles_run_in_separate_processes() -> None:
+    split = tiny_split(rows=40)
+    config = HEVFLConfig(he="paillier", epochs=1, batch_size=8, **TINY, **SMALL_KEYS)
+
+    result = run_he_vfl(split, config, backend="torch")
+    inprocess = run_he_vfl(split, config)
+
+    assert result["metrics"] == inprocess["metrics"]
+
+
+@pytest.mark.parametrize("kwargs", [dict(he="rsa"), dict(he="paillier", key_bits=512),
+                                    dict(noise_scale=-1.0), dict(mask_bits=0), dict(max_steps=0),
+                                    dict(activation_bound=0.0), dict(epochs=0)])
+def test_bad_config(kwargs: dict) -> None:
+    with pytest.raises(InputError):
+        HEVFLConfig(**kwargs)
+
+
+def test_more_than_one_passive_party_is_refused() -> None:
+    with pytest.raises(InputError, match="exactly one passive party"):
+        run_he_vfl(tiny_split(passives=2), HEVFLConfig(epochs=1))
+    split = tiny_split()
+    with pytest.raises(InputError, match="exactly one passive party"):
+        run_parties({"active": he_vfl_active, "passive": he_vfl_passive}, timeout=20,
+                    kwargs={"active": {"passive": ["passive", "other"], "table": split.dataset.active,
+                                       "train_ids": split.train_ids, "test_ids": split.test_ids,
+                                       "config": HEVFLConfig(epochs=1)},
+                            "passive": {"active": "active", "table": split.dataset.passive[0],
+                                        "config": HEVFLConfig(epochs=1)}})
+
+
+def test_bad_inputs_to_the_roles() -> None:
+    split = tiny_split()
+    unlabeled = PartyTable("active", split.dataset.active.ids, split.dataset.active.features,
+                           split.dataset.active.feature_names)
+    roles = {"active": he_vfl_active, "passive": he_vfl_passive}
+    base = {"passive": "passive", "train_ids": split.train_ids, "test_ids": split.test_ids,
+            "config": HEVFLConfig(epochs=1)}
+    passive = {"active": "active", "table": split.dataset.passive[0], "config": HEVFLConfig(epochs=1)}
+
+    with pytest.raises(InputError, match="no labels"):
+        run_parties(roles, timeout=20, kwargs={"active": {**base, "table": unlabeled}, "passive": passive})
+    with pytest.raises(InputError, match="must be non-empty"):
+        run_parties(roles, timeout=20, kwargs={"active": {**base, "table": split.dataset.active,
+                                                          "test_ids": frozenset({"nobody"})},
+                                               "passive": passive})
+    with pytest.raises(InputError, match="HEVFLConfig"):
+        run_parties(roles, timeout=20, kwargs={"active": {**base, "table": split.dataset.active,
+                                                          "config": object()}, "passive": passive})
+    with pytest.raises(InputError, match="backend"):
+        run_he_vfl(split, HEVFLConfig(epochs=1), backend="carrier-pigeon")

@@ -1,0 +1,81 @@
+"""The plaintext split NN: widths, determinism, learning, input checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from baselines.splitnn import SplitNNConfig, Widths, batches, run_splitnn, train_splitnn
+from protocols.errors import InputError
+from securefl.data import PartyTable, VerticalDataset, VerticalSplit, stfl_split
+
+TINY = dict(bottom_active=4, bottom_passive=3, interactive=4, top=3)
+
+
+def tiny_split(rows: int = 60, seed: int = 0, passives: int = 1) -> VerticalSplit:
+    """Separable data: 3 active features (+ labels), 2 per passive party in another row
+    order, each passive party missing two of the active party's IDs and holding three others."""
+    rng = np.random.default_rng(seed)
+    xa, xp = rng.normal(size=(rows, 3)), rng.normal(size=(rows, 2))
+    labels = (xa[:, 0] + 0.5 * xa[:, 1] + xp[:, 0] > 0).astype(np.int64)
+    ids = [f"u{i:03d}" for i in range(rows)]
+    active = PartyTable("active", tuple(ids), xa, ("a0", "a1", "a2"), labels=labels)
+    order = rng.permutation(rows)[2:]
+    extra = rng.normal(size=(3, 2))
+    parties = tuple(
+        PartyTable(f"passive{k}" if passives > 1 else "passive",
+                   tuple(ids[i] for i in order) + ("x1", "x2", "x3"),
+                   np.vstack([xp[order], extra]), ("p0", "p1"))
+        for k in range(passives))
+    return stfl_split(VerticalDataset("tiny", active, parties), seed=seed)
+
+
+def test_widths_follow_the_paper_rule_unless_given() -> None:
+    assert SplitNNConfig().widths(10, 20) == Widths(50, 100, 50, 50)
+    assert SplitNNConfig(interactive=7).widths(10, 20) == Widths(50, 100, 7, 7)
+    assert SplitNNConfig(**TINY).widths(10, 20) == Widths(4, 3, 4, 3)
+
+
+def test_batch_order_is_seeded_and_covers_every_row() -> None:
+    ids = [f"r{i}" for i in range(10)]
+    first = list(batches(ids, 4, seed=1, epoch=0))
+
+    assert [len(b) for b in first] == [4, 4, 2]
+    assert sorted(sum(first, [])) == sorted(ids)
+    assert first == list(batches(list(reversed(ids)), 4, seed=1, epoch=0))
+    assert first != list(batches(ids, 4, seed=1, epoch=1))
+
+
+def test_training_is_deterministic_and_learns() -> None:
+    split = tiny_split(rows=120)
+    config = SplitNNConfig(epochs=30, batch_size=16, lr=0.02, interactive_lr=0.5, **TINY)
+
+    one, two = train_splitnn(split, config), train_splitnn(split, config)
+
+    assert one["metrics"] == two["metrics"]
+    assert all(np.array_equal(one["weights"][k], two["weights"][k]) for k in one["weights"])
+    assert one["metrics"]["accuracy"] >= 0.8
+    assert one["train_rows"] + one["test_rows"] < 120 * 0.6 + 1
+
+
+def test_progress_and_result_fields() -> None:
+    seen: list[tuple[int, int]] = []
+    result = run_splitnn(tiny_split(), SplitNNConfig(epochs=2, progress=lambda e, t: seen.append((e, t)),
+                                                     **TINY))
+
+    assert seen == [(1, 2), (2, 2)]
+    assert {"method", "dataset", "seed", "device", "metrics", "seconds", "bytes", "settings"} <= set(result)
+    assert "progress" not in result["settings"] and "weights" not in result
+
+
+@pytest.mark.parametrize("kwargs", [dict(epochs=0), dict(batch_size=-1), dict(lr=0.0),
+                                    dict(interactive_lr=float("inf")), dict(top=0), dict(seed=-1),
+                                    dict(device=3), dict(progress=5), dict(epochs=True)])
+def test_bad_config(kwargs: dict) -> None:
+    with pytest.raises(InputError):
+        SplitNNConfig(**kwargs)
+
+
+def test_more_than_one_passive_party_is_refused() -> None:
+    with pytest.raises(InputError, match="one passive party"):
+        train_splitnn(tiny_split(passives=2), SplitNNConfig(epochs=1))

@@ -1,0 +1,101 @@
+"""The secure interactive layer against its numpy reference, and its input checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from protocols.errors import EncodingOverflowError, InputError, ProtocolError
+from protocols.interactive import InteractiveConfig
+
+from .conftest import CONFIGS, TOLERANCE, make_batches, reference, run_layer
+
+
+def test_one_step_matches_numpy(scheme: str) -> None:
+    rng = np.random.default_rng(1)
+    batches = make_batches(rng, n_in=5, n_out=3, rows=[6], train=[True])
+    w0 = rng.normal(size=(5, 3))
+    config = CONFIGS[scheme]
+
+    run = run_layer(config, batches, w0)
+    active, passive = run.results["active"], run.results["passive"]
+    z, da, w = reference(batches, w0, config.lr)
+    tol = TOLERANCE[scheme]
+
+    assert np.allclose(active["outputs"][0], z[0], atol=tol, rtol=0)
+    assert np.allclose(passive["grads"][0], da[0], atol=tol, rtol=0)
+    # the invariant W = W~ - eps_acc, with W~ and eps_acc both far from it
+    assert np.allclose(active["masked_weight"] - passive["noise"], w, atol=tol, rtol=0)
+    assert np.abs(active["masked_weight"] - w).max() > 0.01
+    assert np.abs(passive["noise"]).max() > 0.01
+
+
+def test_several_steps_and_evaluation_packed_ckks() -> None:
+    rng = np.random.default_rng(2)
+    batches = make_batches(rng, n_in=9, n_out=4, rows=[16, 16, 7, 11], train=[True, True, True, False])
+    w0 = rng.normal(size=(9, 4)) * 0.5
+    config = CONFIGS["ckks"]
+
+    run = run_layer(config, batches, w0)
+    z, da, w = reference(batches, w0, config.lr)
+
+    for got, want in zip(run.results["active"]["outputs"], z):
+        assert np.allclose(got, want, atol=1e-6, rtol=0)
+    for got, want in zip(run.results["passive"]["grads"], da):
+        assert np.allclose(got, want, atol=1e-6, rtol=0)
+    assert np.allclose(run.results["active"]["masked_weight"] - run.results["passive"]["noise"], w,
+                       atol=1e-6, rtol=0)
+
+
+def test_without_noise_the_active_party_holds_the_true_weights() -> None:
+    rng = np.random.default_rng(3)
+    batches = make_batches(rng, n_in=4, n_out=2, rows=[5], train=[True])
+    w0 = rng.normal(size=(4, 2))
+    config = InteractiveConfig(he="paillier", key_bits=512, insecure_small_keys_for_tests=True,
+                               noise_scale=0.0)
+
+    run = run_layer(config, batches, w0)
+
+    assert np.allclose(run.results["active"]["masked_weight"], reference(batches, w0, config.lr)[2],
+                       atol=1e-7, rtol=0)
+
+
+@pytest.mark.parametrize("kwargs", [dict(he="rsa"), dict(lr=0.0), dict(lr=float("nan")),
+                                    dict(noise_scale=-1.0), dict(activation_bound=0),
+                                    dict(mask_bits=0), dict(mask_bits=41), dict(packed=1),
+                                    dict(lr=True)])
+def test_bad_config(kwargs: dict) -> None:
+    with pytest.raises(InputError):
+        InteractiveConfig(**kwargs)
+
+
+def test_parties_must_agree_on_the_scheme() -> None:
+    from protocols.interactive import ActiveInteractive, PassiveInteractive
+    from protocols.transport import run_parties
+
+    def passive(t):  # type: ignore[no-untyped-def]
+        PassiveInteractive(t, active="active", n_in=3, config=CONFIGS["paillier"]).setup()
+
+    def active(t):  # type: ignore[no-untyped-def]
+        ActiveInteractive(t, passive="passive", n_out=2, config=CONFIGS["ckks"]).setup(np.ones)
+
+    with pytest.raises(ProtocolError, match="expects 'ckks'"):
+        run_parties({"passive": passive, "active": active}, timeout=20)
+
+
+def test_activations_beyond_the_public_bound_are_refused() -> None:
+    rng = np.random.default_rng(4)
+    batches = make_batches(rng, n_in=3, n_out=2, rows=[4], train=[False])
+    batches[0].a[0, 0] = 1e4
+
+    with pytest.raises(EncodingOverflowError):
+        run_layer(CONFIGS["ckks"], batches, np.ones((3, 2)))
+
+
+def test_wrong_shapes_are_refused() -> None:
+    rng = np.random.default_rng(5)
+    good = make_batches(rng, n_in=3, n_out=2, rows=[4], train=[True])
+    with pytest.raises(InputError, match="initial weight"):
+        run_layer(CONFIGS["paillier"], good, np.ones((2, 2)))
+    with pytest.raises(InputError, match="dz"):
+        run_layer(CONFIGS["paillier"], [good[0].__class__(good[0].a, np.ones((3, 2)))], np.ones((3, 2)))

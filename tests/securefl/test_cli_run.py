@@ -1,0 +1,81 @@
+"""``securefl run``: result files with the agreed fields, and one-line errors for bad input."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from securefl.cli import main
+
+FIELDS = ("method", "dataset", "seed", "device", "metrics", "seconds", "bytes", "settings")
+
+
+def _party_csvs(folder, *, labels=None, passive_ids=None):
+    rng = np.random.default_rng(0)
+    n = 600
+    x = rng.normal(size=(n, 4))
+    y = (x[:, 0] + x[:, 2] > 0).astype(int) if labels is None else labels
+    ids = [f"u{i}" for i in range(n)]
+    active = pd.DataFrame({"id": ids, "y": y, "a0": x[:, 0], "a1": x[:, 1]})
+    passive = pd.DataFrame({"id": passive_ids or ids, "p0": x[:, 2], "p1": x[:, 3]})
+    active.to_csv(folder / "bank.csv", index=False)
+    passive.to_csv(folder / "shop.csv", index=False)
+    return folder / "bank.csv", folder / "shop.csv"
+
+
+@pytest.mark.parametrize("method", ["stfl", "centralized", "hierarchical"])
+def test_run_on_party_csvs_writes_the_agreed_result_fields(tmp_path, capsys, method):
+    bank, shop = _party_csvs(tmp_path)
+    out = tmp_path / "result.json"
+
+    code = main(["run", method, "--party-csv", str(bank), str(shop), "--label", "y", "--epochs", "30", "--lr", "0.01",
+                 "--seed", "3", "--json", str(out), "--no-progress"])
+
+    result = json.loads(out.read_text())
+    assert code == 0
+    assert all(field in result for field in FIELDS)
+    assert result["method"] == method and result["seed"] == 3
+    assert result["metrics"]["accuracy"] > 0.6  # chance is 0.5: the label is a linear rule of both parties
+    assert f"{method} on " in capsys.readouterr().out
+
+
+def test_stfl_reports_bytes_sent_between_parties(tmp_path):
+    bank, shop = _party_csvs(tmp_path)
+    out = tmp_path / "stfl.json"
+
+    main(["run", "stfl", "--party-csv", str(bank), str(shop), "--epochs", "2", "--json", str(out),
+          "--no-progress"])
+
+    assert json.loads(out.read_text())["bytes"] > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dataset", "no_such_set"], "unknown dataset 'no_such_set'"),
+    (["--all-data"], "--all-data does not apply to stfl"),
+    (["--epochs", "0"], "--epochs must be at least 1"),
+    (["--device", "cuda:7"], "--device"),
+])
+def test_bad_arguments_are_one_line_errors(capsys, argv, message):
+    code = main(["run", "stfl", "--no-progress", *argv])
+
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1
+
+
+def test_non_binary_label_is_a_one_line_error_naming_the_file(tmp_path, capsys):
+    bank, shop = _party_csvs(tmp_path, labels=np.arange(600) % 3)
+
+    code = main(["run", "stfl", "--party-csv", str(bank), str(shop), "--no-progress"])
+
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "bank.csv" in err and "binary" in err and len(err.splitlines()) == 1
+
+
+def test_passive_party_without_common_ids_is_a_one_line_error(tmp_path, capsys):
+    bank, shop = _party_csvs(tmp_path, passive_ids=[f"other{i}" for i in range(600)])
+
+    code = main(["run", "stfl", "--party-csv", str(bank), str(shop), "--no-progress"])
+
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "shop.csv" in err and len(err.splitlines()) == 1
