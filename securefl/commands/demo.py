@@ -11,6 +11,9 @@ partly overlap, each in its own shuffled order. The demo then runs
    under its own key, the hospital multiplies them by its weights and masks the
    result, the lab decrypts the masked product, and the hospital unmasks it;
 
+4. STFL against HE-VFL (CKKS) on the same split (bundled data, ``--epochs``
+   epochs): the accuracy / time / bytes comparison of the STFL paper;
+
 and prints what each party learned, the time and the bytes sent.
 """
 
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from protocols.channels import SecAggConfig, average_client, average_server
+from protocols.errors import InputError
 from protocols.he import BACKENDS as HE_BACKENDS
 from protocols.psi import psi_two_party
 from protocols.transport import run_parties
@@ -46,6 +50,8 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("demo", help="PSI, secure aggregation and an encrypted matmul on bundled data",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--he", choices=sorted(HE_BACKENDS), default="ckks", help="encryption for the matmul round trip")
+    p.add_argument("--epochs", type=int, default=10,
+                   help="epochs for the STFL vs HE-VFL step (paper: 100; 0 skips the step)")
     p.add_argument("--json", help="also write the numbers printed here to this JSON file")
     p.set_defaults(handler=run)
 
@@ -102,23 +108,43 @@ def _head(values: np.ndarray) -> str:
     return "[" + ", ".join(str(v) for v in values.ravel()[:3]) + ", ...]"
 
 
+def _stfl_vs_he_vfl(epochs: int) -> dict[str, Any]:
+    """STFL and HE-VFL (CKKS) on one split of the bundled data: accuracy, time, bytes."""
+    from baselines.he_vfl import HEVFLConfig, run_he_vfl
+    from securefl.algorithms.stfl import STFLConfig, run_stfl
+    from securefl.data import load_vertical, stfl_split
+
+    split = stfl_split(load_vertical("breast_sklearn"), seed=0)
+    out = {"stfl": run_stfl(split, STFLConfig(epochs=epochs, vae_epochs=epochs)),
+           "he-vfl (ckks)": run_he_vfl(split, HEVFLConfig(he="ckks", epochs=epochs))}
+    print(f"[4] STFL vs HE-VFL (CKKS), breast cancer, {epochs} epochs, same split:")
+    for name, r in out.items():
+        print(f"    {name:14s} accuracy {r['metrics']['accuracy']:.4f} | {r['seconds']:6.2f} s"
+              f" | {r['bytes']:>12,} bytes")
+    return {name: {"accuracy": r["metrics"]["accuracy"], "seconds": r["seconds"], "bytes": r["bytes"]}
+            for name, r in out.items()}
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.epochs < 0:
+        raise InputError(f"--epochs must be 0 (skip) or positive, got {args.epochs}")
     start = time.perf_counter()
     data = make_parties()
     psi = _psi(data)
     agg = _secagg(data)
     he = encrypted_matmul_round_trip(data.lab_x[psi["lab_rows"]][:64], backend=args.he)
+    methods = _stfl_vs_he_vfl(args.epochs) if args.epochs else {}
     total = time.perf_counter() - start
-    nbytes = psi["bytes"] + agg["bytes"] + he["bytes"]
+    nbytes = psi["bytes"] + agg["bytes"] + he["bytes"] + sum(m["bytes"] for m in methods.values())
     print(f"total: {total:.2f} s | {nbytes:,} bytes sent by all parties")
     if args.json:
         write_json_atomically(args.json, {
             "method": "demo", "dataset": "breast_cancer (scikit-learn)", "seconds": total, "bytes": nbytes,
-            "device": "cpu", "settings": {"he": args.he},
+            "device": "cpu", "settings": {"he": args.he, "epochs": args.epochs},
             "metrics": {"intersection_size": psi["size"], "secagg_max_abs_error": agg["max_abs_error"],
                         "matmul_max_abs_error": he["max_abs_error"]},
             "steps": {"psi": {k: psi[k] for k in ("size", "seconds", "bytes")},
-                      "secagg": agg, "he_matmul": he}})
+                      "secagg": agg, "he_matmul": he, "methods": methods}})
     return 0
 
 

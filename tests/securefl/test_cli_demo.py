@@ -11,7 +11,7 @@ from securefl.cli import main
 def test_demo_runs_every_step_and_reports_it(tmp_path, capsys, backend):
     report = tmp_path / "demo.json"
 
-    code = main(["demo", "--he", backend, "--json", str(report)])
+    code = main(["demo", "--he", backend, "--epochs", "0", "--json", str(report)])
 
     out = capsys.readouterr().out
     result = json.loads(report.read_text())
@@ -21,6 +21,7 @@ def test_demo_runs_every_step_and_reports_it(tmp_path, capsys, backend):
     assert result["metrics"]["matmul_max_abs_error"] < 1e-3
     assert abs(result["steps"]["he_matmul"]["masked_view_correlation"]) < 0.5
     assert result["bytes"] == sum(result["steps"][s]["bytes"] for s in ("psi", "secagg", "he_matmul"))
+    assert result["steps"]["methods"] == {}
     assert "[1] PSI" in out and "[2] secure aggregation" in out and f"({backend})" in out
 
 
@@ -30,3 +31,14 @@ def test_unknown_he_backend_is_a_usage_error(capsys):
 
     assert exit_info.value.code == 2
     assert "invalid choice: 'rsa'" in capsys.readouterr().err
+
+
+def test_demo_compares_stfl_with_he_vfl(tmp_path, capsys):
+    report = tmp_path / "demo.json"
+
+    code = main(["demo", "--epochs", "2", "--json", str(report)])
+
+    methods = json.loads(report.read_text())["steps"]["methods"]
+    assert code == 0 and set(methods) == {"stfl", "he-vfl (ckks)"}
+    assert methods["he-vfl (ckks)"]["bytes"] > methods["stfl"]["bytes"] > 0
+    assert "[4] STFL vs HE-VFL (CKKS)" in capsys.readouterr().out
