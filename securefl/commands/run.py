@@ -65,15 +65,12 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def load_dataset(args: argparse.Namespace) -> Any:
-    """The registered dataset or the user's party CSVs, checked for overlap."""
-    from securefl.data import check_overlap, load_party_csvs, load_vertical
+    """The registered dataset, or the user's party CSVs (whose loader checks the IDs overlap)."""
+    from securefl.data import load_party_csvs, load_vertical
 
     if args.party_csv:
-        dataset = load_party_csvs(args.party_csv, id_column=args.id_column, label_column=args.label)
-    else:
-        dataset = load_vertical(args.dataset or "breast_sklearn", data_dir=args.data_dir)
-    check_overlap(dataset)
-    return dataset
+        return load_party_csvs(args.party_csv, id_column=args.id_column, label_column=args.label)
+    return load_vertical(args.dataset or "breast_sklearn", data_dir=args.data_dir)
 
 
 def _progress(args: argparse.Namespace, label: str) -> Callable[[int, int], None] | None:
