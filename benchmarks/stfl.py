@@ -1,7 +1,11 @@
 """Reproduce the STFL paper's Table I (accuracy) and Table III (training time).
 
     python -m benchmarks.stfl [--quick] [--device cuda] [--datasets breast,default_credit,give_credit]
-                              [--seeds 5] [--epochs 100] --json FILE [--markdown FILE]
+                              [--seeds 5] [--epochs 100] --json FILE [--markdown FILE] [--merge]
+
+``--merge`` adds the datasets run now to an existing result file (replacing
+those of the same name); each dataset keeps the date, commit and command of the
+run that produced it.
 
 Every method runs on the same per-seed split (40% self-taught, 40% train, 20%
 test). HE-VFL runs through the real protocol (Paillier and CKKS). Where a full
@@ -16,6 +20,7 @@ through the protocol and extrapolated; both are labelled as such in the output.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -52,6 +57,7 @@ class Config:
     json_path: Path
     markdown_path: Path
     data_dir: Path | None
+    merge: bool = False
 
 
 def parse_args(argv: Sequence[str] | None) -> Config:
@@ -70,6 +76,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--he-timed-steps", type=int, default=5, help="steps timed when extrapolating")
     p.add_argument("--json", type=Path, default=RESULTS_DIR / "stfl.json")
     p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument("--merge", action="store_true",
+                   help="add these datasets to the existing --json file instead of replacing it")
     a = p.parse_args(argv)
     datasets = ("breast",) if a.quick else tuple(d for d in a.datasets.split(",") if d)
     unknown = [d for d in datasets if d not in DATASETS]
@@ -81,7 +89,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                   device=a.device, quick=a.quick, he_backends=tuple(a.he.split(",")),
                   ckks_max_steps=a.ckks_max_steps, paillier_max_steps=a.paillier_max_steps,
                   he_timed_steps=a.he_timed_steps, json_path=a.json,
-                  markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir)
+                  markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir,
+                  merge=a.merge)
 
 
 def _methods(cfg: Config) -> list[tuple[str, bool, Callable[..., dict]]]:
@@ -133,14 +142,33 @@ def paper_accuracy(row: str, dataset: str) -> float | None:
     return values[DATASETS.index(dataset)] if values else None
 
 
+def merge_reports(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` with the datasets of ``old`` it did not rerun, in the paper's dataset order.
+
+    A dataset from ``old`` keeps the metadata of the run that produced it (its
+    ``run`` entry, or ``old``'s header for files written before ``--merge``).
+    """
+    if old.get("quick") != new.get("quick"):
+        raise ValueError("--merge: cannot mix a --quick result with a full one")
+    old_meta = {k: old.get(k) for k in ("date", "commit", "quick", "device", "settings", "command")}
+    fresh = {d["dataset"] for d in new["datasets"]}
+    kept = [{**d, "run": d.get("run", old_meta)} for d in old["datasets"] if d["dataset"] not in fresh]
+    merged = dict(new)
+    merged["datasets"] = sorted(kept + new["datasets"], key=lambda d: DATASETS.index(d["dataset"]))
+    return merged
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path", "data_dir")}
+                if k not in ("json_path", "markdown_path", "data_dir", "merge")}
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=["benchmarks.stfl", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = "stfl"
-    report["datasets"] = [run_dataset(name, cfg) for name in cfg.datasets]
+    run_meta = {k: report[k] for k in ("date", "commit", "quick", "device", "settings", "command")}
+    report["datasets"] = [{**run_dataset(name, cfg), "run": run_meta} for name in cfg.datasets]
+    if cfg.merge:
+        report = merge_reports(json.loads(cfg.json_path.read_text()), report)
     write_json(cfg.json_path, report)
     from benchmarks.stfl_report import to_markdown
 

@@ -60,9 +60,20 @@ def table_three(report: dict[str, Any]) -> str:
     return markdown_table(headers, rows)
 
 
+def provenance(report: dict[str, Any]) -> str:
+    """One line per dataset saying which run produced it, when the file was merged."""
+    runs = [(d["dataset"], d["run"]) for d in report["datasets"] if "run" in d]
+    if len({r["commit"] + r["date"] for _, r in runs}) <= 1:
+        return ""
+    lines = ["Datasets come from separate runs (`--merge`):", ""]
+    lines += [f"- {PAPER_NAMES[name]}: {r['date']}, commit `{r['commit']}`, `{r['command']}`" for name, r in runs]
+    return "\n".join(lines) + "\n"
+
+
 def to_markdown(report: dict[str, Any], header: str) -> str:
     return "\n".join([
         header,
+        provenance(report),
         "## Table I: test accuracy (%), mean ± std over seeds",
         "",
         table_one(report),

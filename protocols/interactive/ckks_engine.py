@@ -163,7 +163,8 @@ class PackedKeyOwner:
         """Fields of Enc(X) in ``plan``'s input layout; ``|X| <= bound`` (public) is checked."""
         peak = float(np.max(np.abs(x), initial=0.0))
         if not peak <= bound:
-            raise EncodingOverflowError(f"|value| {peak:g} exceeds the public bound {bound:g}")
+            raise EncodingOverflowError(f"|value| {peak:g} exceeds the public bound {bound:g}"
+                                        " (raise InteractiveConfig.activation_bound)")
         cts = self.secret.encrypt_slots(pack_input(x, plan), 2.0 ** self.seal.input_bits)
         return ciphertexts_fields(self.seal.public, cts, bound_exp=bound_exponent(bound))
 
