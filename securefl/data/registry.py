@@ -17,6 +17,8 @@ from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
 from protocols.errors import InputError
+from securefl.data.entries import DataFile, DatasetEntry, Loader
+from securefl.data.horizontal_sets import HORIZONTAL_ENTRIES
 from securefl.data.stfl_sets import load_breast_sklearn, load_fate_pair, load_give_credit
 from securefl.data.vertical import VerticalDataset
 
@@ -24,34 +26,7 @@ DATA_ENV = "SECUREFL_DATA"
 DEFAULT_DATASET = "breast_sklearn"
 """The dataset that needs no files."""
 
-Loader = Callable[[Sequence[Path]], VerticalDataset]
-"""Builds a dataset from the verified paths of the entry's ``files``, in that order."""
-
 _FATE = "FederatedAI/FATE:examples/data/{} @ 5a06d9e4c4cd7ab97a5c8357828adbffaca87785"
-
-
-@dataclass(frozen=True)
-class DataFile:
-    """One file of a dataset: its path under the data folder (POSIX, relative) and sha256."""
-
-    path: str
-    sha256: str
-
-
-@dataclass(frozen=True)
-class DatasetEntry:
-    """Everything known about one dataset, and how to load it."""
-
-    name: str
-    paper: str
-    paper_name: str
-    description: str
-    files: tuple[DataFile, ...]
-    source: str
-    licence: str
-    parties: str
-    n_rows: int
-    loader: Loader = field(repr=False, compare=False)
 
 
 _ENTRIES = (
@@ -125,13 +100,14 @@ _ENTRIES = (
     ),
 )
 
-REGISTRY: Mapping[str, DatasetEntry] = MappingProxyType({entry.name: entry for entry in _ENTRIES})
+REGISTRY: Mapping[str, DatasetEntry] = MappingProxyType({entry.name: entry
+                                                         for entry in (*_ENTRIES, *HORIZONTAL_ENTRIES)})
 """Every registered dataset by name (read-only)."""
 
 
-def list_datasets() -> list[str]:
-    """The registered dataset names, sorted."""
-    return sorted(REGISTRY)
+def list_datasets(kind: str | None = None) -> list[str]:
+    """The registered dataset names (of ``kind``, if given), sorted."""
+    return sorted(name for name, entry in REGISTRY.items() if kind is None or entry.kind == kind)
 
 
 def get_dataset(name: str) -> DatasetEntry:
@@ -178,11 +154,30 @@ def verify_file(root: Path, data_file: DataFile, *, dataset: str) -> Path:
     if not path.is_file():
         raise InputError(f"dataset {dataset!r}: file {path} not found (expected as {data_file.path}"
                          " under the data folder)")
+    if data_file.sha256 is None:
+        return path
     actual = file_sha256(path)
     if actual != data_file.sha256:
         raise InputError(f"dataset {dataset!r}: {path} has sha256 {actual}, but the registry expects"
                          f" {data_file.sha256}; the file is damaged or a different version")
     return path
+
+
+def verified_paths(entry: DatasetEntry, data_dir: str | os.PathLike | None = None) -> tuple[Path, ...]:
+    """The entry's files under the data folder, each checked against its sha256 (none: no folder needed)."""
+    if not entry.files:
+        return ()
+    root = _resolve_data_dir(data_dir, dataset=entry.name)
+    return tuple(verify_file(root, f, dataset=entry.name) for f in entry.files)
+
+
+def load_registered(name: str, *, kind: str, data_dir: str | os.PathLike | None = None) -> object:
+    """Load the registered dataset ``name`` of ``kind`` ("vertical", "chfl" or "gl") from its verified files."""
+    entry = get_dataset(name)
+    if entry.kind != kind:
+        raise InputError(f"dataset {name!r} is a {entry.kind} dataset, not {kind}; {kind} datasets:"
+                         f" {', '.join(list_datasets(kind))}")
+    return entry.loader(verified_paths(entry, data_dir))
 
 
 def load_vertical(name: str, *, data_dir: str | os.PathLike | None = None) -> VerticalDataset:
@@ -191,11 +186,7 @@ def load_vertical(name: str, *, data_dir: str | os.PathLike | None = None) -> Ve
     ``data_dir`` (else ``$SECUREFL_DATA``) is only needed by datasets with files.
     """
     entry = get_dataset(name)
-    paths: tuple[Path, ...] = ()
-    if entry.files:
-        root = _resolve_data_dir(data_dir, dataset=entry.name)
-        paths = tuple(verify_file(root, f, dataset=entry.name) for f in entry.files)
-    loaded = entry.loader(paths)
+    loaded = load_registered(name, kind="vertical", data_dir=data_dir)
     if loaded.active.n_rows != entry.n_rows:
         raise InputError(f"dataset {entry.name!r}: loaded {loaded.active.n_rows} rows, the registry"
                          f" says {entry.n_rows}")
