@@ -1,7 +1,9 @@
 """The STFL benchmark's tables: aligned columns, paper figures beside ours, honest verdicts."""
 
-from benchmarks.stfl import summarize
-from benchmarks.stfl_report import table_one, table_three
+import pytest
+
+from benchmarks.stfl import merge_reports, summarize
+from benchmarks.stfl_report import provenance, table_one, table_three
 
 
 def _result(acc, seconds=1.0, mode=None):
@@ -30,3 +32,27 @@ def test_stfl_verdict_follows_the_gap_to_the_paper():
 def test_extrapolated_cells_are_marked():
     assert "90.00 ± 0.00 †" in table_one(_report(0.93))
     assert "split-NN accuracy, time extrapolated" in table_three(_report(0.93))
+
+
+def _file(datasets, date, quick=False):
+    return {"date": date, "commit": date, "quick": quick, "device": {}, "settings": {}, "command": date,
+            "datasets": [{"dataset": d, "runs": {}, "summary": {}} for d in datasets]}
+
+
+def test_merge_keeps_old_datasets_with_their_own_run_and_replaces_rerun_ones():
+    # Arrange
+    old = _file(["breast", "default_credit"], "old")
+    new = _file(["give_credit", "breast"], "new")
+    for d in new["datasets"]:
+        d["run"] = {k: new[k] for k in ("date", "commit", "quick", "device", "settings", "command")}
+    # Act
+    merged = merge_reports(old, new)
+    # Assert
+    assert [d["dataset"] for d in merged["datasets"]] == ["breast", "default_credit", "give_credit"]
+    assert [d["run"]["date"] for d in merged["datasets"]] == ["new", "old", "new"]
+    assert "Datasets come from separate runs" in provenance(merged)
+
+
+def test_merge_refuses_to_mix_quick_and_full_results():
+    with pytest.raises(ValueError, match="quick"):
+        merge_reports(_file(["breast"], "old", quick=True), _file(["give_credit"], "new"))
