@@ -1,0 +1,119 @@
+"""GL benchmark report: per-seed results -> Table 2 (mean ± std, 95% CI) next to the authors' per-seed results.
+
+Pure functions over plain dicts, so they are tested without training anything.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from benchmarks.common import markdown_table
+
+METHODS = ("local", "fedavg", "gl", "centralized")
+REFERENCE_FILES = {
+    "gl_covertype": {"gl": "cover/in-paper/personalizedfederated_test_metrics.csv",
+                     "fedavg": "cover/in-paper/federatedsame_yspace_test_metrics.csv",
+                     "local": "cover/in-paper/orphaned_test_metrics.csv",
+                     "centralized": "cover/in-paper-centralized/centralized_test_metrics.csv"},
+    "gl_heart": {"gl": "heart/in-paper/personalizedfederated_test_metrics.csv",
+                 "fedavg": "heart/in-paper/federatedsame_yspacesame_xspace_test_metrics.csv",
+                 "local": "heart/in-paper/orphaned_test_metrics.csv"},
+}
+ACCURACY = {"gl_covertype": "accuracy", "gl_heart": "balanced_accuracy"}
+"""The paper's Table 2 reports accuracy for covertype and balanced accuracy for heart."""
+PAPER_PARAMETERS = {"gl_covertype": {"total (Comanche)": 915_954, "federated": 717_640},
+                    "gl_heart": {"total (Cleveland)": 448_339, "federated": 298_688}}
+
+
+def summary(values: Iterable[float]) -> dict[str, float]:
+    """n, mean, sample std and the t-based 95% confidence half-width (NaNs ignored)."""
+    x = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
+    n = int(x.size)
+    if n == 0:
+        return {"n": 0, "mean": float("nan"), "std": float("nan"), "ci95": float("nan")}
+    std = float(x.std(ddof=1)) if n > 1 else 0.0
+    half = float(stats.t.ppf(0.975, n - 1) * std / math.sqrt(n)) if n > 1 else float("nan")
+    return {"n": n, "mean": float(x.mean()), "std": std, "ci95": half}
+
+
+def collect(results: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """``{method: {client: {metric: [value per seed]}}}`` from result objects of one dataset."""
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for r in results:
+        for client, metrics in r["metrics"]["clients"].items():
+            slot = out.setdefault(r["method"], {}).setdefault(client, {})
+            for k, v in metrics.items():
+                if isinstance(v, (int, float)) and k in ("auroc", "accuracy", "balanced_accuracy", "auprc"):
+                    slot.setdefault(k, []).append(float(v))
+    return out
+
+
+def load_reference(root: Path, dataset: str) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """The authors' per-seed test metrics ``{method: {client: {metric: [...]}}}`` (empty if absent)."""
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for method, rel in REFERENCE_FILES.get(dataset, {}).items():
+        path = Path(root) / rel
+        if not path.is_file():
+            continue
+        frame = pd.read_csv(path, index_col=0)
+        for row, values in frame.iterrows():
+            if "." not in str(row):
+                continue
+            client, metric = str(row).split(".", 1)
+            out.setdefault(method, {}).setdefault(client, {})[metric] = values.astype(float).tolist()
+    return out
+
+
+def _cell(s: Mapping[str, float]) -> str:
+    if s["n"] == 0:
+        return "–"
+    ci = f" [±{100 * s['ci95']:.2f}]" if not math.isnan(s["ci95"]) else ""
+    return f"{100 * s['mean']:.2f} ± {100 * s['std']:.2f}{ci} (n={s['n']})"
+
+
+def table2(dataset: str, ours: Mapping, reference: Mapping) -> tuple[str, list[dict[str, Any]]]:
+    """Markdown rows (ours vs authors, per client, method and metric) and the same as records."""
+    acc = ACCURACY.get(dataset, "accuracy")
+    records, rows = [], []
+    clients = list(dict.fromkeys(c for m in METHODS for c in ours.get(m, {})))
+    for client in clients:
+        for method in METHODS:
+            if client not in ours.get(method, {}):
+                continue
+            ref_client = "centralized" if method == "centralized" else client
+            row = [client, method]
+            for metric in ("auroc", acc, "auprc"):
+                mine = summary(ours[method][client].get(metric, []))
+                theirs = summary(reference.get(method, {}).get(ref_client, {}).get(metric, []))
+                diff = 100 * (mine["mean"] - theirs["mean"]) if theirs["n"] and mine["n"] else float("nan")
+                row += [_cell(mine), _cell(theirs), "–" if math.isnan(diff) else f"{diff:+.2f}"]
+                records.append({"client": client, "method": method, "metric": metric, "ours": mine,
+                                "authors": theirs, "difference_points": diff})
+            rows.append(row)
+    headers = ["client", "method"]
+    for metric in ("AUROC", "accuracy" if acc == "accuracy" else "balanced accuracy", "AUPRC"):
+        headers += [f"{metric} ours", f"{metric} authors", "Δ pts"]
+    return markdown_table(headers, rows), records
+
+
+def best_method_check(records: Sequence[Mapping[str, Any]], metric: str = "auroc") -> list[dict[str, Any]]:
+    """Per client: the best of Local/FedAvg/GL by mean ``metric``, ours and the authors'."""
+    out = []
+    for client in dict.fromkeys(r["client"] for r in records):
+        def best(side: str) -> str | None:
+            cands = {r["method"]: r[side]["mean"] for r in records if r["client"] == client
+                     and r["metric"] == metric and r["method"] in ("local", "fedavg", "gl") and r[side]["n"]}
+            return max(cands, key=cands.get) if cands else None
+        if client != "centralized":
+            out.append({"client": client, "metric": metric, "ours": best("ours"), "authors": best("authors")})
+    return out
+
+
+__all__ = ["ACCURACY", "METHODS", "PAPER_PARAMETERS", "REFERENCE_FILES", "best_method_check", "collect",
+           "load_reference", "summary", "table2"]

@@ -1,0 +1,284 @@
+"""Global Layers (GL; Obeidi) with BatchAlignedFedAvg, as party roles over a Transport.
+
+Every client k holds a :class:`~securefl.models.tabular.GLModel` w_k = (u_k, omega_k, v_k)
+sized for its own features and classes; only omega (MLP layers 2-4) is federated.
+Each local epoch runs exactly ``batches`` steps on every client (batch size about
+n_k / batches), so all clients make the same number of updates and the average is
+unweighted (a_k = 1). Aggregation is once per epoch (the authors' released code,
+whose numbers the paper reports) or after every batch step (the paper's Algorithm 1),
+``GLConfig.aggregate``. Every average runs through the protocol layer's secure
+aggregation (the server sees only sums; :mod:`securefl.runtime.federated`);
+``secure=False`` sends the same vectors in clear for timing comparisons.
+
+The same client role trains FedAvg (``scope="all"``: the whole model federated) and
+Local (``scope="none"``: nothing federated, no server); see :mod:`baselines.gl_baselines`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from protocols.channels import SecAggConfig
+from protocols.errors import InputError
+from protocols.transport import Transport, run_parties
+from securefl.algorithms.training import intra_op_threads
+from securefl.data.gl_sets import ClientData
+from securefl.models.tabular import GLModel, TabularShape, count, paper_widths
+from securefl.runtime import SeedPlan, resolve_device
+from securefl.runtime.classification import classification_metrics
+from securefl.runtime.federated import averaging_server, client_average, flatten
+
+SERVER = "server"
+SCOPES = ("global", "all", "none")
+AGGREGATE = ("epoch", "batch")
+Progress = Callable[[int, int], None]
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"GLConfig.{name} must be a positive int, got {value!r}")
+
+
+def _number(name: str, value: Any, low: float, high: float, *, open_low: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value > high or value < low or (open_low and value == low):
+        raise InputError(f"GLConfig.{name} must be a number in {'(' if open_low else '['}{low}, {high}], got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GLConfig:
+    """GL settings (paper Tables 10-12; covertype defaults: 105 epochs of 10 batches).
+
+    ``eta`` is Algorithm 1's "global layer update rate". The paper writes the update
+    as omega_k <- eta omega_k + (1 - eta) omega with eta = 1, which would discard the
+    average and make GL identical to Local -- yet its GL results differ from Local.
+    We read eta as the weight of the *global* average: omega_k <- (1 - eta) omega_k +
+    eta omega, so eta = 1 (the paper's value) means every client takes the average.
+    ``aggregate``: "epoch" (default, the authors' code) or "batch" (Algorithm 1).
+    ``shape`` holds the model widths (:func:`~securefl.models.tabular.paper_widths`).
+    ``threads``: torch intra-op threads per client while it trains (None: leave as is).
+    """
+
+    epochs: int = 105
+    batches: int = 10
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    eta: float = 1.0
+    aggregate: str = "epoch"
+    shape: TabularShape = field(default_factory=TabularShape)
+    seed: int = 0
+    device: str = "cpu"
+    threads: int | None = 1
+    secure: bool = True
+    stage_timeout: float = 3600.0
+    progress: Progress | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batches"):
+            _positive_int(name, getattr(self, name))
+        _number("lr", self.lr, 0.0, 10.0, open_low=True)
+        _number("weight_decay", self.weight_decay, 0.0, 1.0)
+        _number("eta", self.eta, 0.0, 1.0)
+        if self.aggregate not in AGGREGATE:
+            raise InputError(f"GLConfig.aggregate must be one of {AGGREGATE}, got {self.aggregate!r}")
+        if not isinstance(self.shape, TabularShape):
+            raise InputError(f"GLConfig.shape must be a TabularShape, got {type(self.shape).__name__}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise InputError(f"GLConfig.seed must be a non-negative int below 2**63, got {self.seed!r}")
+        if not isinstance(self.device, str) or self.device.split(":")[0] not in ("cpu", "cuda"):
+            raise InputError(f"GLConfig.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        if self.threads is not None:
+            _positive_int("threads", self.threads)
+        if not isinstance(self.secure, bool):
+            raise InputError(f"GLConfig.secure must be a bool, got {self.secure!r}")
+        _number("stage_timeout", self.stage_timeout, 0.0, 1e6, open_low=True)
+        if self.progress is not None and not callable(self.progress):
+            raise InputError("GLConfig.progress must be callable(epoch, total) or None")
+
+    def rounds(self) -> int:
+        """Aggregation rounds in a run: one per epoch, or one per batch step."""
+        return self.epochs * (self.batches if self.aggregate == "batch" else 1)
+
+    def secagg(self) -> SecAggConfig:
+        return SecAggConfig(secure=self.secure, stage_timeout=self.stage_timeout)
+
+    def settings(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("progress", "shape")}
+        return {**out, "shape": {f.name: getattr(self.shape, f.name) for f in fields(self.shape)}}
+
+
+PAPER_SCHEDULE = {"gl_covertype": {"epochs": 105, "batches": 10}, "gl_heart": {"epochs": 10, "batches": 5}}
+"""Tables 11-12 and the authors' launch commands (heart: 5 batches as launched; Table 12 says 15)."""
+
+
+def paper_config(dataset: str, **overrides: Any) -> GLConfig:
+    """The paper's settings for a registered GL dataset (others: covertype's), with ``overrides`` applied."""
+    schedule = PAPER_SCHEDULE.get(dataset, PAPER_SCHEDULE["gl_covertype"])
+    shape = overrides.pop("shape", None) or TabularShape(**paper_widths(dataset))
+    return GLConfig(**{**schedule, "shape": shape, **overrides})
+
+
+def as_tensor(x: np.ndarray, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A private, writable copy of ``x`` on ``device`` (made once before training)."""
+    return torch.from_numpy(np.array(x, copy=True)).to(device=device, dtype=dtype)
+
+
+def build_model(data: ClientData, config: GLConfig, *, n_classes: int | None = None) -> GLModel:
+    """The client's model, initialised from the run seed: equal layers start equal on every client."""
+    n_classes = len(data.classes) if n_classes is None else n_classes
+    plan = SeedPlan(config.seed)
+    model = GLModel(data.x_train.shape[1], 1 if n_classes == 2 else n_classes, config.shape)
+    return model.seed_(lambda part: plan.torch(f"init:{part}"))
+
+
+def batch_indices(n: int, batches: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """A fresh permutation of ``n`` rows cut into exactly ``batches`` near-equal batches."""
+    if n < 2 * batches:
+        raise InputError(f"a client with {n} training rows cannot fill {batches} batches of 2+ rows")
+    return list(torch.randperm(n, generator=generator).tensor_split(batches))
+
+
+def loss(model: GLModel, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy for one output column, cross-entropy otherwise."""
+    logits = model(x)
+    if logits.shape[1] == 1:
+        return F.binary_cross_entropy_with_logits(logits[:, 0], y.float())
+    return F.cross_entropy(logits, y)
+
+
+def probabilities(model: GLModel, x: torch.Tensor, chunk: int = 8192) -> np.ndarray:
+    """Class probabilities (P(class 1) for a binary model) in evaluation mode."""
+    model.eval()
+    with torch.no_grad():
+        logits = torch.cat([model(x[i:i + chunk]) for i in range(0, len(x), chunk)])
+    model.train()
+    probs = torch.sigmoid(logits[:, 0]) if logits.shape[1] == 1 else torch.softmax(logits, 1)
+    return probs.cpu().numpy().astype(np.float64)
+
+
+def federated_tensors(model: GLModel, scope: str) -> list[torch.Tensor]:
+    """What ``scope`` federates: GL's omega, FedAvg's whole model, or nothing (Local)."""
+    return {"global": model.global_tensors, "all": model.all_tensors, "none": list}[scope]()
+
+
+def aggregate(transport: Transport, tensors: list[torch.Tensor], config: GLConfig, rnd: int) -> None:
+    """Average ``tensors`` with the other clients, then omega_k <- (1 - eta) omega_k + eta omega."""
+    local = [t.detach().clone() for t in tensors] if config.eta != 1.0 else None
+    client_average(transport, server=SERVER, tensors=tensors, config=config.secagg(), round=rnd)
+    if local is not None:
+        with torch.no_grad():
+            for t, own in zip(tensors, local):
+                t.mul_(config.eta).add_(own, alpha=1.0 - config.eta)
+
+
+def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig, scope: str = "global",
+              n_classes: int | None = None) -> dict[str, Any]:
+    """One client's whole run: BatchAlignedFedAvg training over ``scope``, then evaluation."""
+    if scope not in SCOPES:
+        raise InputError(f"scope must be one of {SCOPES}, got {scope!r}")
+    device = resolve_device(config.device)
+    with intra_op_threads(config.threads):
+        model = build_model(data, config, n_classes=n_classes).to(device)
+        shared = federated_tensors(model, scope)
+        opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        gen = SeedPlan(config.seed).torch(f"batches:{data.name}")
+        x, y = as_tensor(data.x_train, device), as_tensor(data.y_train, device, torch.int64)
+        start, rnd = time.perf_counter(), 0
+        for epoch in range(config.epochs):
+            for idx in batch_indices(len(y), config.batches, gen):
+                opt.zero_grad(set_to_none=True)
+                loss(model, x[idx], y[idx]).backward()
+                opt.step()
+                if scope != "none" and config.aggregate == "batch":
+                    aggregate(transport, shared, config, rnd)
+                    rnd += 1
+            if scope != "none" and config.aggregate == "epoch":
+                aggregate(transport, shared, config, rnd)
+                rnd += 1
+            if config.progress is not None:
+                config.progress(epoch + 1, config.epochs)
+        train_seconds = time.perf_counter() - start
+        probs = probabilities(model, as_tensor(data.x_test, device))
+    return {"client": data.name, "metrics": classification_metrics(data.y_test, probs),
+            "train_seconds": train_seconds, "train_rows": int(len(data.y_train)),
+            "test_rows": int(len(data.y_test)), "evaluated_on": data.evaluated_on,
+            "parameters": count(list(model.parameters())), "federated": count(shared),
+            "federated_values": flatten(shared) if shared else None}
+
+
+def check_clients(clients: Sequence[ClientData], config: GLConfig) -> None:
+    """Clear errors for unusable client data before any party starts."""
+    if len(clients) < 2:
+        raise InputError(f"GL needs at least two clients, got {len(clients)}")
+    names = [c.name for c in clients]
+    if len(set(names)) != len(names) or SERVER in names:
+        raise InputError(f"client names must be unique and not {SERVER!r}, got {names}")
+    for c in clients:
+        if len(c.y_train) < 2 * config.batches:
+            raise InputError(f"client {c.name!r} has {len(c.y_train)} training rows; GLConfig.batches="
+                             f"{config.batches} needs at least {2 * config.batches}")
+        if len(c.y_test) == 0:
+            raise InputError(f"client {c.name!r} has no {c.evaluated_on} rows to evaluate on")
+
+
+def run_federated(clients: Sequence[ClientData], config: GLConfig, *, scope: str, backend: str = "inprocess",
+                  n_classes: int | None = None, record: bool = False) -> dict[str, Any]:
+    """Run every client (and the averaging server unless ``scope="none"``); the raw per-party results."""
+    check_clients(clients, config)
+    quiet = GLConfig(**{f.name: getattr(config, f.name) for f in fields(config) if f.name != "progress"})
+    roles: dict[str, Any] = {c.name: gl_client for c in clients}
+    kwargs: dict[str, dict[str, Any]] = {
+        c.name: {"data": c, "scope": scope, "n_classes": n_classes,
+                 "config": config if (i == 0 and backend == "inprocess") else quiet}
+        for i, c in enumerate(clients)}
+    if scope != "none":
+        roles[SERVER] = averaging_server
+        kwargs[SERVER] = {"clients": [c.name for c in clients], "rounds": config.rounds(), "config": config.secagg()}
+    if len(roles) < 2:
+        raise InputError("a run needs at least two parties")
+    run = run_parties(roles, kwargs=kwargs, backend=backend, timeout=config.stage_timeout, record=record)
+    return {"run": run, "clients": [run.results[c.name] for c in clients],
+            "round_seconds": run.results.get(SERVER, {}).get("round_seconds", [])}
+
+
+def method_result(method: str, dataset: str, config: GLConfig, outcome: dict[str, Any], *,
+                  settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The DESIGN result object of one GL-family run (means over clients, per client under ``clients``)."""
+    clients = outcome["clients"]
+    per_client = {c["client"]: {**c["metrics"], "evaluated_on": c["evaluated_on"], "test_rows": c["test_rows"],
+                                "train_rows": c["train_rows"], "parameters": c["parameters"],
+                                "federated_parameters": c["federated"]} for c in clients}
+    means = {k: float(np.nanmean([c["metrics"][k] for c in clients])) for k in clients[0]["metrics"]}
+    run = outcome.get("run")
+    rounds = outcome.get("round_seconds", [])
+    return {"method": method, "dataset": dataset, "seed": config.seed, "device": str(resolve_device(config.device)),
+            "metrics": {**means, "clients": per_client},
+            "seconds": run.seconds if run is not None else outcome["seconds"],
+            "bytes": run.bytes if run is not None else 0,
+            "round_seconds": rounds, "rounds": len(rounds),
+            "mean_round_seconds": float(np.mean(rounds)) if rounds else None,
+            "settings": {**config.settings(), **(settings or {})}}
+
+
+def run_gl(clients: Sequence[ClientData], config: GLConfig, *, dataset: str = "gl", backend: str = "inprocess"
+           ) -> dict[str, Any]:
+    """Run GL (each client's own features and classes; only omega federated) and report."""
+    if not isinstance(config, GLConfig):
+        raise InputError(f"run_gl needs a GLConfig, got {type(config).__name__}")
+    outcome = run_federated(clients, config, scope="global", backend=backend)
+    return method_result("gl", dataset, config, outcome, settings={
+        "backend": backend, "federated": "global layers (MLP layers 2-4)",
+        "aggregation": "secure (masked sums)" if config.secure else "plain"})
+
+
+__all__ = ["AGGREGATE", "GLConfig", "PAPER_SCHEDULE", "SCOPES", "SERVER", "aggregate", "as_tensor", "batch_indices",
+           "build_model", "paper_config",
+           "check_clients", "federated_tensors", "gl_client", "loss", "method_result", "probabilities",
+           "run_federated", "run_gl"]

@@ -1,0 +1,81 @@
+"""Binary and multiclass classification metrics (AUROC, accuracy, balanced accuracy, AUPRC).
+
+Used by GL and its baselines, and reusable by any method that outputs class
+probabilities. Multiclass AUROC and AUPRC are one-vs-rest and macro-averaged over
+the classes that occur in ``labels`` (a client's own classes: a column of a
+globally encoded output that the client never sees is skipped, as is a class
+whose one-vs-rest problem has a single label value).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from protocols.errors import InputError
+
+
+def _check(labels: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.asarray(labels).ravel().astype(np.int64)
+    probs = np.asarray(probs, dtype=np.float64)
+    if probs.ndim == 2 and probs.shape[1] == 1:
+        probs = probs[:, 0]
+    if labels.size == 0 or probs.shape[0] != labels.size:
+        raise InputError(f"need one probability row per label (got {probs.shape[0]} rows, {labels.size} labels)")
+    if probs.ndim == 2 and (labels.min() < 0 or labels.max() >= probs.shape[1]):
+        raise InputError(f"labels must lie in 0..{probs.shape[1] - 1}, got {labels.min()}..{labels.max()}")
+    return labels, probs
+
+
+def predictions(probs: np.ndarray, *, threshold: float = 0.5) -> np.ndarray:
+    """Predicted classes: argmax of the rows, or ``p >= threshold`` for 1-D (binary) probabilities."""
+    probs = np.asarray(probs)
+    if probs.ndim == 2 and probs.shape[1] > 1:
+        return probs.argmax(axis=1)
+    return (probs.ravel() >= threshold).astype(np.int64)
+
+
+def one_vs_rest(labels: np.ndarray, probs: np.ndarray, score) -> float:
+    """Macro mean of ``score(is_class, p_class)`` over the classes present in ``labels`` (NaN if none count)."""
+    values = [score(labels == k, probs[:, k]) for k in np.unique(labels)
+              if 0 < np.sum(labels == k) < labels.size]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def auroc(labels: np.ndarray, probs: np.ndarray) -> float:
+    """Binary AUROC of P(class 1), or one-vs-rest macro AUROC for a probability matrix."""
+    labels, probs = _check(labels, probs)
+    if probs.ndim == 2:
+        return one_vs_rest(labels, probs, roc_auc_score)
+    return float(roc_auc_score(labels, probs)) if np.unique(labels).size == 2 else float("nan")
+
+
+def auprc(labels: np.ndarray, probs: np.ndarray) -> float:
+    """Average precision of class 1, or its one-vs-rest macro mean for a probability matrix."""
+    labels, probs = _check(labels, probs)
+    if probs.ndim == 2:
+        return one_vs_rest(labels, probs, average_precision_score)
+    return float(average_precision_score(labels, probs)) if np.unique(labels).size == 2 else float("nan")
+
+
+def accuracy(labels: np.ndarray, probs: np.ndarray) -> float:
+    """Share of rows whose predicted class is the label."""
+    labels, probs = _check(labels, probs)
+    return float(np.mean(predictions(probs) == labels))
+
+
+def balanced_accuracy(labels: np.ndarray, probs: np.ndarray) -> float:
+    """Mean recall over the classes present in ``labels``."""
+    labels, probs = _check(labels, probs)
+    predicted = predictions(probs)
+    return float(np.mean([np.mean(predicted[labels == k] == k) for k in np.unique(labels)]))
+
+
+def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict[str, float]:
+    """``auroc``, ``accuracy``, ``balanced_accuracy`` and ``auprc`` of one set of predictions."""
+    return {"auroc": auroc(labels, probs), "accuracy": accuracy(labels, probs),
+            "balanced_accuracy": balanced_accuracy(labels, probs), "auprc": auprc(labels, probs)}
+
+
+__all__ = ["accuracy", "auprc", "auroc", "balanced_accuracy", "classification_metrics", "one_vs_rest",
+           "predictions"]

@@ -1,0 +1,50 @@
+"""GL report: summaries, the authors' file format, Table 2 rows and the best-method check."""
+
+import math
+
+import pytest
+
+from benchmarks.gl_report import best_method_check, collect, load_reference, summary, table2
+
+
+def _result(method, seed_values):
+    return {"method": method, "metrics": {"clients": {
+        "cleveland": {"auroc": seed_values[0], "balanced_accuracy": 0.7, "auprc": 0.6, "evaluated_on": "test"}}}}
+
+
+def test_summary_gives_mean_std_and_t_interval():
+    # Arrange / Act
+    s = summary([0.8, 0.9, 1.0])
+    # Assert: std 0.1, t(0.975, 2) = 4.303
+    assert s["n"] == 3 and s["mean"] == pytest.approx(0.9) and s["std"] == pytest.approx(0.1)
+    assert s["ci95"] == pytest.approx(4.3027 * 0.1 / math.sqrt(3), rel=1e-4)
+
+
+def test_summary_ignores_nan_and_handles_one_value():
+    s = summary([0.5, float("nan")])
+    assert s["n"] == 1 and s["std"] == 0.0 and math.isnan(s["ci95"])
+
+
+def test_reference_rows_are_read_per_client_and_metric(tmp_path):
+    # Arrange: the authors' layout, rows client.metric, one column per seed
+    path = tmp_path / "heart/in-paper/personalizedfederated_test_metrics.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text("index,0,1\nseed,0.0,1.0\ncleveland.auroc,0.8,0.9\n")
+    # Act
+    ref = load_reference(tmp_path, "gl_heart")
+    # Assert
+    assert ref == {"gl": {"cleveland": {"auroc": [0.8, 0.9]}}}
+
+
+def test_table2_compares_ours_with_the_authors_and_picks_the_best_method():
+    # Arrange
+    ours = collect([_result("gl", [0.9]), _result("gl", [0.8]), _result("local", [0.7])])
+    reference = {"gl": {"cleveland": {"auroc": [0.86, 0.88]}}, "local": {"cleveland": {"auroc": [0.8]}}}
+    # Act
+    markdown, records = table2("gl_heart", ours, reference)
+    best = best_method_check(records)
+    # Assert: GL 85.00 vs 87.00 -> -2.00 points; GL best on both sides
+    gl_auroc = next(r for r in records if r["method"] == "gl" and r["metric"] == "auroc")
+    assert gl_auroc["difference_points"] == pytest.approx(-2.0)
+    assert "balanced accuracy ours" in markdown and "-2.00" in markdown
+    assert best == [{"client": "cleveland", "metric": "auroc", "ours": "gl", "authors": "gl"}]

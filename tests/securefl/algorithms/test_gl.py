@@ -1,0 +1,125 @@
+"""GL: global layers agree after aggregation, only masked global layers leave a client, bad input."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from protocols.errors import InputError
+from securefl.algorithms.gl import GLConfig, check_clients, run_federated, run_gl
+from securefl.data.gl_sets import ClientData
+from securefl.models.tabular import TabularShape
+
+TINY = TabularShape(embed_dim=8, heads=2, blocks=1, ff_dim=8, width=12, gff_hidden=3, head_width=6)
+CONFIG = GLConfig(epochs=2, batches=2, shape=TINY, seed=3)
+
+
+def _client(name, n, n_features, n_classes, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n + 12, n_features)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64) + (n_classes > 2) * (x[:, 1] > 0.5).astype(np.int64)
+    return ClientData(name, x[:n], y[:n], x[n:], y[n:], tuple(f"f{i}" for i in range(n_features)),
+                      tuple(range(n_classes)))
+
+
+CLIENTS = (_client("a", 40, 4, 2, 0), _client("b", 30, 6, 3, 1), _client("c", 24, 3, 2, 2))
+
+
+def _client_arrays(run, client):
+    return [v for m in run.logs["server"] if m.src == client for v in m.fields.values() if isinstance(v, np.ndarray)]
+
+
+@pytest.mark.parametrize("aggregate", ["epoch", "batch"])
+def test_every_client_ends_with_identical_global_layers(aggregate):
+    # Arrange
+    config = replace(CONFIG, aggregate=aggregate)
+    # Act
+    out = run_federated(CLIENTS, config, scope="global")
+    # Assert: the last step of a run is an aggregation, so omega is the same everywhere
+    values = [c["federated_values"] for c in out["clients"]]
+    assert all(np.array_equal(values[0], v) for v in values[1:])
+    assert len(out["round_seconds"]) == config.rounds() == (4 if aggregate == "batch" else 2)
+
+
+def test_secure_and_plain_aggregation_agree_up_to_fixed_point_error():
+    # Arrange: one round, so the result is the average itself (later rounds train on from it,
+    # and Adam amplifies the 2^-25 rounding a little)
+    config = replace(CONFIG, epochs=1)
+    # Act
+    secure = run_federated(CLIENTS, config, scope="global")
+    plain = run_federated(CLIENTS, replace(config, secure=False), scope="global")
+    # Assert
+    for s, p in zip(secure["clients"], plain["clients"]):
+        np.testing.assert_allclose(s["federated_values"], p["federated_values"], atol=1e-6)
+
+
+def test_only_masked_global_layers_leave_a_client():
+    # Arrange
+    config = replace(CONFIG, epochs=1)
+    # Act
+    out = run_federated(CLIENTS, config, scope="global", record=True)
+    run = out["run"]
+    n_global = out["clients"][0]["federated"]
+    # Assert: a client sends only to the server, no float arrays at all (key shares travel
+    # encrypted as bytes), and exactly one vector: omega (+ the weight slot) masked in Z_2^64
+    for name in ("a", "b", "c"):
+        arrays = _client_arrays(run, name)
+        vectors = [v for v in arrays if v.ndim == 1]
+        assert all(v.dtype.kind in "u" for v in arrays)
+        assert len(vectors) == 1 and vectors[0].size == n_global + 1 and vectors[0].dtype == np.uint64
+        assert all(m.dst == "server" for party in run.logs.values() for m in party if m.src == name)
+
+
+def test_one_clients_update_is_not_recoverable_from_the_servers_view():
+    # Arrange
+    config = replace(CONFIG, epochs=1)
+    # Act
+    out = run_federated(CLIENTS, config, scope="global", record=True)
+    run = out["run"]
+    mean = out["clients"][0]["federated_values"]
+    views = {c: [v for v in _client_arrays(run, c) if v.ndim == 1][0] for c in ("a", "b", "c")}
+    decoded = {c: v[:-1].astype(np.uint64).view(np.int64).astype(np.float64) / 2.0**24 for c, v in views.items()}
+    # Assert: a single masked vector decodes to ring noise, nowhere near a model (|omega| ~ 1),
+    # while the server still computed the right average from the masked inputs
+    for value in decoded.values():
+        assert np.median(np.abs(value)) > 1e6
+        assert not np.allclose(value, mean, atol=1.0)
+    assert np.abs(mean).max() < 100
+
+
+def test_gl_differs_from_local_and_reports_per_client_metrics():
+    # Arrange / Act
+    result = run_gl(CLIENTS, CONFIG, dataset="toy")
+    # Assert
+    assert result["method"] == "gl" and set(result["metrics"]["clients"]) == {"a", "b", "c"}
+    assert 0.0 <= result["metrics"]["auroc"] <= 1.0 and result["bytes"] > 0
+    assert result["settings"]["eta"] == 1.0
+
+
+def test_eta_zero_keeps_the_local_global_layers():
+    # Arrange / Act: eta = 0 ignores the average, so the clients' omegas drift apart
+    out = run_federated(CLIENTS, replace(CONFIG, eta=0.0), scope="global")
+    # Assert
+    values = [c["federated_values"] for c in out["clients"]]
+    assert not np.allclose(values[0], values[1])
+
+
+@pytest.mark.parametrize("clients, message", [
+    ((replace(CLIENTS[0], x_train=CLIENTS[0].x_train[:0], y_train=CLIENTS[0].y_train[:0]), CLIENTS[1]),
+     "client 'a' has 0 training rows"),
+    ((replace(CLIENTS[0], x_test=CLIENTS[0].x_test[:0], y_test=CLIENTS[0].y_test[:0]), CLIENTS[1]),
+     "client 'a' has no test rows"),
+    ((CLIENTS[0],), "at least two clients"),
+    ((CLIENTS[0], CLIENTS[0]), "unique"),
+])
+def test_bad_clients_are_one_line_input_errors(clients, message):
+    with pytest.raises(InputError, match=message) as info:
+        check_clients(clients, CONFIG)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("field, value", [("epochs", 0), ("eta", 1.5), ("aggregate", "round"), ("lr", -1.0),
+                                          ("device", "tpu"), ("secure", 1)])
+def test_bad_config_names_the_field(field, value):
+    with pytest.raises(InputError, match=f"GLConfig.{field}"):
+        GLConfig(**{field: value})

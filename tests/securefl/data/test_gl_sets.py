@@ -1,0 +1,114 @@
+"""GL datasets: registry entries, per-client encoders, the authors' heart splits, the user CSV loader."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from protocols.errors import InputError
+from securefl.data.gl_sets import (GL_ENTRIES, HEART_CLIENTS, ClientTable, encode_client, load_csv_clients,
+                                   split_client)
+from securefl.data.registry import get_dataset, load_registered
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> Path:
+    value = os.environ.get("SECUREFL_DATA")
+    if not value:
+        pytest.skip("SECUREFL_DATA is not set: the real GL dataset files are not available")
+    return Path(value)
+
+
+def _toy(n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"site": np.repeat(["x", "y"], n // 2), "num": rng.normal(size=n),
+                         "code": rng.integers(0, 3, n), "label": rng.integers(0, 2, n)})
+
+
+def test_entries_are_registered_as_gl_datasets_with_checksums():
+    # Arrange / Act
+    entries = {e.name: e for e in GL_ENTRIES}
+    # Assert
+    assert set(entries) == {"gl_covertype", "gl_heart"}
+    assert all(get_dataset(name).kind == "gl" for name in entries)
+    assert all(len(f.sha256) == 64 for e in entries.values() for f in e.files)
+
+
+def test_encoders_are_fitted_on_the_clients_training_rows_only():
+    # Arrange: test has a code never seen in training and a larger scale
+    train = pd.DataFrame({"num": [0.0, 2.0, 4.0], "code": [1, 2, 1], "label": ["a", "b", "a"]})
+    test = pd.DataFrame({"num": [2.0, 10.0], "code": [3, 2], "label": ["b", "c"]})
+    # Act
+    data = encode_client(ClientTable("k", "label", train, test))
+    # Assert: standardised with train stats, unseen code -> -1, unseen label row dropped
+    np.testing.assert_allclose(data.x_train[:, 0], [-1.2247449, 0.0, 1.2247449], rtol=1e-6)
+    assert data.x_test.tolist() == [[0.0, -1.0]]
+    assert data.classes == ("a", "b") and data.y_test.tolist() == [1] and data.dropped_test_rows == 1
+
+
+def test_csv_loader_makes_one_client_per_value(tmp_path):
+    # Arrange
+    path = tmp_path / "mine.csv"
+    _toy().to_csv(path, index=False)
+    # Act
+    ds = load_csv_clients(path, label="label", client_column="site")
+    tables = ds.split(0)
+    # Assert
+    assert [c.name for c in tables] == ["x", "y"] and ds.binary
+    assert "site" not in tables[0].train.columns and len(tables[0].train) + len(tables[0].test) < 15
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"label": "nope", "client_column": "site"}, "--label: column 'nope'"),
+    ({"label": "label", "client_column": "nope"}, "--client-column: column 'nope'"),
+])
+def test_csv_loader_names_the_missing_column(tmp_path, kwargs, message):
+    path = tmp_path / "mine.csv"
+    _toy().to_csv(path, index=False)
+    with pytest.raises(InputError, match=message):
+        load_csv_clients(path, **kwargs)
+
+
+def test_a_client_without_labels_or_rows_is_an_input_error(tmp_path):
+    # Arrange
+    frame = _toy()
+    frame["label"] = frame["label"].astype(float)
+    frame.loc[frame.site == "y", "label"] = np.nan
+    path = tmp_path / "mine.csv"
+    frame.to_csv(path, index=False)
+    # Act / Assert
+    with pytest.raises(InputError, match="client 'y' .* no label values"):
+        load_csv_clients(path, label="label", client_column="site")
+    with pytest.raises(InputError, match="client 'k' has no training rows"):
+        encode_client(ClientTable("k", "label", frame.iloc[:0], frame))
+
+
+def test_unknown_dataset_is_an_input_error():
+    with pytest.raises(InputError, match="unknown dataset 'gl_nope'"):
+        load_registered("gl_nope", kind="gl")
+
+
+def test_heart_seed_zero_split_reproduces_the_authors_files(data_dir):
+    # Arrange
+    ds = load_registered("gl_heart", kind="gl", data_dir=data_dir)
+    # Act
+    tables = ds.split(0)
+    # Assert: same rows in the same order as heart/data/0/*_{train,test}_*.csv
+    for name, table in zip(HEART_CLIENTS, tables):
+        train = pd.read_csv(data_dir / f"gl/heart/heart_disease_train_{name}.csv.gz")
+        test = pd.read_csv(data_dir / f"gl/heart/heart_disease_test_{name}.csv.gz")
+        pd.testing.assert_frame_equal(table.train, train)
+        pd.testing.assert_frame_equal(table.test, test)
+
+
+def test_covertype_clients_drop_the_partition_key(data_dir):
+    # Arrange / Act
+    ds = load_registered("gl_covertype", kind="gl", data_dir=data_dir)
+    data = [encode_client(t) for t in ds.split(8)]
+    # Assert: 10 features, the paper's Table 4 class counts, Comanche/Rawah on validation
+    assert all(d.x_train.shape[1] == 10 and "wilderness_area" not in d.features for d in data)
+    assert [len(d.classes) for d in data] == [6, 3, 4, 4]
+    assert [d.evaluated_on for d in data] == ["validation", "test", "test", "validation"]
+    assert split_client(ds.clients[0], 1).train is ds.clients[0].train

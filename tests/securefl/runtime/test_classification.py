@@ -1,0 +1,54 @@
+"""Classification metrics: binary and one-vs-rest multiclass, on hand-checkable cases."""
+
+import numpy as np
+import pytest
+
+from protocols.errors import InputError
+from securefl.runtime.classification import (accuracy, auprc, auroc, balanced_accuracy, classification_metrics,
+                                             predictions)
+
+
+def test_binary_metrics_on_a_perfect_ranking():
+    # Arrange
+    labels = np.array([0, 0, 1, 1])
+    probs = np.array([0.1, 0.6, 0.7, 0.9])
+    # Act
+    out = classification_metrics(labels, probs)
+    # Assert: ranking perfect, but 0.6 is predicted as class 1
+    assert out["auroc"] == 1.0 and out["auprc"] == 1.0
+    assert out["accuracy"] == 0.75
+    assert out["balanced_accuracy"] == 0.75
+
+
+def test_balanced_accuracy_weights_classes_equally():
+    # Arrange: 3 of class 0 right, the single class 1 wrong
+    labels = np.array([0, 0, 0, 1])
+    probs = np.array([0.1, 0.2, 0.3, 0.4])
+    # Act / Assert
+    assert accuracy(labels, probs) == 0.75
+    assert balanced_accuracy(labels, probs) == 0.5
+
+
+def test_multiclass_skips_columns_of_absent_classes():
+    # Arrange: 3 output columns (a global encoding) but only classes 0 and 2 occur
+    labels = np.array([0, 0, 2, 2])
+    probs = np.array([[0.8, 0.1, 0.1], [0.6, 0.3, 0.1], [0.1, 0.3, 0.6], [0.2, 0.1, 0.7]])
+    # Act / Assert
+    assert auroc(labels, probs) == 1.0
+    assert auprc(labels, probs) == 1.0
+    np.testing.assert_array_equal(predictions(probs), [0, 0, 2, 2])
+
+
+def test_multiclass_auroc_is_the_macro_mean_over_classes():
+    # Arrange: class 0 perfectly ranked, class 1 inverted
+    labels = np.array([0, 1, 1, 0])
+    probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.4, 0.6], [0.3, 0.7]])
+    # Act
+    value = auroc(labels, probs)
+    # Assert: class 0: 0.75 of pairs right; class 1 the same by symmetry
+    assert value == pytest.approx(0.75)
+
+
+def test_mismatched_lengths_are_an_input_error():
+    with pytest.raises(InputError, match="one probability row per label"):
+        auroc(np.array([0, 1]), np.array([0.5]))
