@@ -1,0 +1,274 @@
+"""Reproduce CHFL's Table II, Table III and Fig. 4 (Mori et al.) and time secure vs plain aggregation.
+
+    python -m benchmarks.chfl [--quick] [--device cuda] [--data-dir DIR] --json FILE [--markdown FILE]
+                              [--workers 2] [--rounds 20] [--splits 3] [--runs 2]
+
+One federated run per (dataset, clients, common ratio, feature split, run)
+trains, against the same common column, the unique columns for every mu (0 and
+the mu > 0 grid), the simple method's unique net and the Local baseline, so one
+run gives every row of Table II (:mod:`securefl.algorithms.chfl`). A run's
+number is the mean over its clients of the test accuracy of the model each
+client chose on its own validation rows; a cell is the mean ± std over runs
+(feature splits x sample seeds). Runs go to ``--workers`` processes with one
+torch thread each. Registered datasets whose files are missing are listed as
+"not run here".
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from benchmarks.common import RESULTS_DIR, markdown_header, metadata, write_json, write_text
+
+DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
+METHODS = ("common", "local", "chfl_mu0", "chfl", "simple")
+# ../shared/reference/README.md (paper Table II, III, V-B5): quoted for comparison, never measured here
+PAPER_TABLE2 = {
+    "covertype": (0.6218, 0.6407, 0.6744, 0.6843, 0.6637), "sensorless": (0.9762, 0.9526, 0.9855, 0.9863, None),
+    "aloi": (0.7352, 0.7093, 0.7927, 0.7954, None), "helena": (0.2604, 0.2732, 0.2868, 0.2902, None),
+    "jannis": (0.6449, 0.6341, 0.6551, 0.6572, 0.6528),
+}
+PAPER_TABLE3 = {2: (0.6420, 0.7649, 0.7475, 0.7748), 5: (0.6218, 0.6407, 0.6744, 0.6843),
+                10: (0.6014, 0.5628, 0.6290, 0.6291)}
+TOLERANCE = 0.02
+
+
+@dataclass(frozen=True)
+class Config:
+    datasets: tuple[str, ...]
+    rounds: int
+    splits: int
+    runs: int
+    sweep_splits: int
+    clients: tuple[int, ...]
+    ratios: tuple[float, ...]
+    mus: tuple[float, ...]
+    timing_rounds: int
+    workers: int
+    device: str
+    quick: bool
+    json_path: Path
+    markdown_path: Path
+    data_dir: str | None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One federated run."""
+
+    experiment: str
+    dataset: str
+    n_clients: int
+    ratio: float
+    feature_seed: int
+    seed: int
+    heads: tuple[str, ...]
+    rounds: int
+    secure: bool = True
+
+
+def parse_args(argv: Sequence[str] | None) -> Config:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.chfl", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="digits only, 1 split x 1 run, 4 rounds, 2 clients for Table III (labelled quick)")
+    p.add_argument("--datasets", default=",".join(DATASETS))
+    p.add_argument("--rounds", type=int, default=20, help="communication rounds T (5 local epochs each)")
+    p.add_argument("--splits", type=int, default=3, help="random feature splits for Table II")
+    p.add_argument("--runs", type=int, default=2, help="sample seeds per feature split for Table II")
+    p.add_argument("--sweep-splits", type=int, default=2,
+                   help="feature splits (1 run each) per point of Table III and Fig. 4")
+    p.add_argument("--clients", default="2,5,10", help="Table III client counts (covertype)")
+    p.add_argument("--ratios", default="0.1,0.2,0.3,0.4,0.5", help="Fig. 4 common-feature ratios (covertype)")
+    p.add_argument("--mus", default="0.5,1.0", help="the mu > 0 grid each client chooses from")
+    p.add_argument("--timing-rounds", type=int, default=3, help="rounds of the secure-vs-plain timing runs")
+    p.add_argument("--workers", type=int, default=2, help="processes running jobs (one torch thread each)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--data-dir", default=None, help="dataset files (default: $SECUREFL_DATA)")
+    p.add_argument("--json", type=Path, default=RESULTS_DIR / "chfl.json")
+    p.add_argument("--markdown", type=Path, default=None)
+    a = p.parse_args(argv)
+    datasets = ("digits",) if a.quick else tuple(d for d in a.datasets.split(",") if d)
+    unknown = [d for d in datasets if d not in DATASETS]
+    if unknown:
+        p.error(f"unknown dataset(s) {unknown}; choose from {list(DATASETS)}")
+    if min(a.rounds, a.splits, a.runs, a.sweep_splits, a.workers, a.timing_rounds) < 1:
+        p.error("--rounds, --splits, --runs, --sweep-splits, --timing-rounds and --workers must be >= 1")
+    quick = a.quick
+    return Config(datasets=datasets, rounds=4 if quick else a.rounds, splits=1 if quick else a.splits,
+                  runs=1 if quick else a.runs, sweep_splits=1 if quick else a.sweep_splits,
+                  clients=(2, 5) if quick else tuple(int(c) for c in a.clients.split(",")),
+                  ratios=(0.3,) if quick else tuple(float(r) for r in a.ratios.split(",")),
+                  mus=tuple(float(m) for m in a.mus.split(",")), timing_rounds=2 if quick else a.timing_rounds,
+                  workers=a.workers, device=a.device, quick=quick, json_path=a.json,
+                  markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir)
+
+
+def available(cfg: Config) -> tuple[list[str], dict[str, str]]:
+    """The datasets that can run here, and why each other one cannot."""
+    from protocols.errors import InputError
+    from securefl.data.registry import data_dir, get_dataset
+
+    ok, missing = [], {}
+    for name in cfg.datasets:
+        entry = get_dataset(name)
+        try:
+            root = data_dir(cfg.data_dir, dataset=name) if entry.files else None
+        except InputError as exc:  # no data folder: report the dataset as not run, do not stop
+            missing[name] = str(exc)
+            continue
+        absent = [f.path for f in entry.files if not (root / f.path).is_file()]
+        if absent:
+            missing[name] = f"not run here (files not available: {', '.join(absent)})"
+        else:
+            ok.append(name)
+    return ok, missing
+
+
+def plan(cfg: Config, names: Sequence[str]) -> list[Job]:
+    """Every run of Table II, Table III and Fig. 4 (the 5-client, 30% point is shared)."""
+    all_heads = ("chfl", "local", "simple")
+    jobs = [Job("table2", d, 5, 0.3, s, r, all_heads, cfg.rounds)
+            for d in names for s in range(cfg.splits) for r in range(cfg.runs)]
+    sweep = "covertype" if "covertype" in names else (names[0] if names else None)
+    if sweep is None:
+        return jobs
+    for n in cfg.clients:
+        if n != 5:
+            jobs += [Job("table3", sweep, n, 0.3, s, 0, ("chfl", "local"), cfg.rounds)
+                     for s in range(cfg.sweep_splits)]
+    for ratio in cfg.ratios:
+        if abs(ratio - 0.3) > 1e-9:
+            jobs += [Job("fig4", sweep, 5, ratio, s, 0, ("chfl", "local"), cfg.rounds)
+                     for s in range(cfg.sweep_splits)]
+    jobs += [Job("timing", sweep, 5, 0.3, 0, 0, ("chfl",), cfg.timing_rounds, secure=flag) for flag in (True, False)]
+    return jobs
+
+
+@functools.lru_cache(maxsize=2)
+def _dataset(name: str, data_dir: str | None) -> Any:
+    """Each worker process loads (and checks) a dataset once."""
+    from securefl.data.chfl_sets import load_chfl_dataset
+
+    return load_chfl_dataset(name, data_dir=data_dir)
+
+
+def run_job(job: Job, cfg: Config) -> dict[str, Any]:
+    """Run one job in this process and keep only what the report needs."""
+    import torch
+
+    from securefl.algorithms.chfl import CHFLConfig, run_chfl
+    from securefl.data.chfl_sets import chfl_partition
+
+    torch.set_num_threads(1)
+    partition = chfl_partition(_dataset(job.dataset, cfg.data_dir), n_clients=job.n_clients, common_ratio=job.ratio,
+                               feature_seed=job.feature_seed, sample_seed=job.seed)
+    config = CHFLConfig(rounds=job.rounds, mus=cfg.mus, heads=job.heads, seed=job.seed, device=cfg.device)
+    start = time.perf_counter()
+    result = run_chfl(partition, config, secure_agg=job.secure)
+    return {"job": asdict(job), "accuracy": {m: v["accuracy"] for m, v in result["methods"].items()},
+            "clients": {m: v["clients"] for m, v in result["methods"].items()},
+            "selected": {m: v["selected"] for m, v in result["methods"].items()},
+            "last_round_accuracy": {m: v["last_round_accuracy"] for m, v in result["methods"].items()},
+            "round_seconds": result["round_seconds"], "aggregation_seconds": result["aggregation_seconds"],
+            "bytes": result["bytes"], "seconds": time.perf_counter() - start,
+            "n_common": partition.settings["n_common"], "n_unique": partition.settings["n_unique"]}
+
+
+def _init_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def run_all(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
+    """Run ``jobs`` on ``cfg.workers`` processes (in this process when 1), printing each as it ends."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    def show(out: dict[str, Any]) -> dict[str, Any]:
+        j = out["job"]
+        print(f"{j['experiment']} {j['dataset']} K={j['n_clients']} ratio={j['ratio']} split={j['feature_seed']}"
+              f" run={j['seed']}: " + ", ".join(f"{m} {a:.4f}" for m, a in out["accuracy"].items())
+              + f" ({out['seconds']:.0f} s)", flush=True)
+        return out
+
+    if cfg.workers == 1:
+        return [show(run_job(j, cfg)) for j in jobs]
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(cfg.workers, mp_context=context, initializer=_init_worker) as pool:
+        futures = [pool.submit(run_job, j, cfg) for j in jobs]
+        return [show(f.result()) for f in futures]
+
+
+def cell(values: Sequence[float]) -> dict[str, Any]:
+    """Mean, sample std and count of ``values``."""
+    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values)}
+
+
+def summarize(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Table II per dataset, Table III per client count, Fig. 4 per ratio, and the timing comparison."""
+    def group(pred) -> dict[str, dict[str, Any]]:
+        chosen = [o for o in outputs if pred(o["job"])]
+        return {m: cell([o["accuracy"][m] for o in chosen]) for m in METHODS if chosen and m in chosen[0]["accuracy"]}
+
+    table2 = {d: group(lambda j, d=d: j["experiment"] == "table2" and j["dataset"] == d)
+              for d in dict.fromkeys(o["job"]["dataset"] for o in outputs if o["job"]["experiment"] == "table2")}
+    sweep = [o for o in outputs if o["job"]["experiment"] in ("table3", "fig4")]
+    name = sweep[0]["job"]["dataset"] if sweep else next(iter(table2), None)
+
+    def point(n: int, ratio: float) -> dict[str, Any]:
+        return group(lambda j: j["dataset"] == name and j["n_clients"] == n and abs(j["ratio"] - ratio) < 1e-9
+                     and j["experiment"] != "timing" and (j["experiment"] != "table2" or j["seed"] == 0))
+
+    clients = sorted({o["job"]["n_clients"] for o in outputs if o["job"]["experiment"] in ("table2", "table3")
+                      and o["job"]["dataset"] == name})
+    ratios = sorted({o["job"]["ratio"] for o in outputs if o["job"]["dataset"] == name
+                     and o["job"]["experiment"] in ("table2", "fig4")})
+    timing = {("secure" if o["job"]["secure"] else "plain"): {
+        "round_seconds": statistics.fmean(o["round_seconds"]),
+        "aggregation_seconds": statistics.fmean(o["aggregation_seconds"]), "bytes": o["bytes"],
+        "rounds": o["job"]["rounds"], "accuracy": o["accuracy"]} for o in outputs if o["job"]["experiment"] == "timing"}
+    return {"table2": table2, "sweep_dataset": name, "table3": {str(n): point(n, 0.3) for n in clients},
+            "fig4": {f"{r:g}": point(5, r) for r in ratios}, "timing": timing}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    cfg = parse_args(argv)
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
+                if k not in ("json_path", "markdown_path", "data_dir")}
+    settings.update(n_clients_table2=5, common_ratio=0.3, local_epochs=5, batch_size=64, lr=1e-3,
+                    hidden=[512, 256, 128], optimizer="Adam (state kept on each client across rounds)",
+                    test_rows="divided evenly over clients", scaling="each client standardises on its own"
+                    " training rows; 0/1 indicator columns kept", selection="per client on its validation rows:"
+                    " round (and mu for CHFL mu>0)", aggregation="Bonawitz secure aggregation, unweighted mean")
+    report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
+                      argv=["benchmarks.chfl", *(sys.argv[1:] if argv is None else argv)])
+    report["benchmark"] = "chfl"
+    names, missing = available(cfg)
+    jobs = plan(cfg, names)
+    start = time.perf_counter()
+    report["runs"] = run_all(jobs, cfg)
+    report["seconds"] = time.perf_counter() - start
+    report["not_run"] = missing
+    report["summary"] = summarize(report["runs"])
+    write_json(cfg.json_path, report)
+    from benchmarks.chfl_report import plot_fig4, to_markdown
+
+    png = plot_fig4(report, cfg.markdown_path.with_suffix(".png"))
+    write_text(cfg.markdown_path, to_markdown(report, markdown_header("CHFL: Table II, Table III, Fig. 4", report),
+                                              png=png))
+    print(f"wrote {cfg.json_path}, {cfg.markdown_path}" + (f" and {png}" if png else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""The CHFL benchmark: job plan, summaries, tables with the paper beside ours, honest verdicts."""
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.chfl import Job, parse_args, plan, summarize
+from benchmarks.chfl_report import ordering, plot_fig4, to_markdown
+from benchmarks.common import markdown_header
+
+
+def _out(experiment, acc, n=5, ratio=0.3, split=0, seed=0, secure=True, dataset="covertype"):
+    job = Job(experiment, dataset, n, ratio, split, seed, ("chfl",), 3, secure)
+    methods = ("common", "local", "chfl_mu0", "chfl", "simple")
+    return {"job": job.__dict__, "accuracy": dict(zip(methods, acc)), "round_seconds": [2.0, 2.0],
+            "aggregation_seconds": [0.1, 0.1] if secure else [0.01, 0.01], "bytes": 100}
+
+
+def _report(tmp_path, table2_acc):
+    runs = [_out("table2", table2_acc, split=s) for s in range(2)]
+    runs += [_out("table3", (0.6, 0.7, 0.72, 0.73), n=2), _out("fig4", (0.5, 0.6, 0.62, 0.63), ratio=0.1)]
+    runs += [_out("timing", table2_acc, secure=flag) for flag in (True, False)]
+    cfg = parse_args(["--json", str(tmp_path / "chfl.json")])
+    report = {"date": "d", "commit": "c", "quick": False, "device": {"device": "cpu", "cpu": "x", "cores": 2},
+              "settings": {"splits": 2, "runs": 1, "sweep_splits": 1, "rounds": 3, "mus": [1.0]},
+              "command": None, "seconds": 1.0, "runs": runs, "summary": summarize(runs),
+              "not_run": {"helena": "not run here (files not available: chfl/helena.arff)"}}
+    return cfg, report
+
+
+def test_plan_shares_the_five_client_thirty_percent_point():
+    cfg = parse_args(["--splits", "3", "--runs", "2", "--sweep-splits", "2"])
+    jobs = plan(cfg, ["covertype", "digits"])
+    assert sum(j.experiment == "table2" for j in jobs) == 12
+    assert sum(j.experiment == "table3" for j in jobs) == 4  # 2 and 10 clients
+    assert sum(j.experiment == "fig4" for j in jobs) == 8  # four ratios besides 0.3
+    assert {j.secure for j in jobs if j.experiment == "timing"} == {True, False}
+
+
+def test_ordering_verdict_follows_the_means():
+    good = {m: {"mean": v} for m, v in zip(("common", "local", "chfl_mu0", "chfl"), (0.6, 0.62, 0.65, 0.66))}
+    bad = {**good, "chfl_mu0": {"mean": 0.61}}
+    assert ordering(good) == "holds"
+    assert "does not hold" in ordering(bad)
+
+
+def test_markdown_has_paper_rows_missing_datasets_and_timing(tmp_path):
+    # Arrange
+    _, report = _report(tmp_path, (0.62, 0.64, 0.675, 0.685, 0.66))
+    # Act
+    text = to_markdown(report, markdown_header("CHFL", report))
+    # Assert
+    assert "| helena | ours | not run here (files not available)" in text
+    assert "| covertype | paper | 0.6218 | 0.6407 | 0.6744 | 0.6843 | 0.6637 | holds |" in text
+    assert "within 2 points: met" in text and "**not met**" not in text
+    assert "| secure | 3 | 2.00 | 0.100 | 100 |" in text
+    lines = [line for line in text.splitlines() if line.startswith("| covertype")]
+    assert len({line.count("|") for line in lines}) == 1
+
+
+def test_covertype_far_from_the_paper_is_not_met(tmp_path):
+    _, report = _report(tmp_path, (0.45, 0.60, 0.58, 0.65, 0.6))
+    text = to_markdown(report, markdown_header("CHFL", report))
+    assert "**not met**" in text and "**does not hold**" in text
+
+
+def test_fig4_plot_is_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    _, report = _report(tmp_path, (0.62, 0.64, 0.675, 0.685, 0.66))
+    path = plot_fig4(report, tmp_path / "chfl.png")
+    assert path is not None and Path(path).stat().st_size > 1000

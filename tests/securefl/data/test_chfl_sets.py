@@ -1,0 +1,118 @@
+"""CHFL datasets: registry entries, loaders, the partitioner and its one-line input errors."""
+
+import os
+
+import numpy as np
+import pytest
+
+from protocols.errors import InputError
+from securefl.data.chfl_sets import (TabularDataset, chfl_partition, load_chfl_dataset, load_csv_dataset,
+                                     parse_feature_spec, read_arff, read_libsvm)
+from securefl.data.registry import get_dataset, list_datasets
+
+
+def _toy(rows=100, features=10):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(rows, features))
+    return TabularDataset("toy", x, (x[:, 0] > 0).astype(np.int64), tuple(f"f{i}" for i in range(features)),
+                          ("neg", "pos"))
+
+
+def test_registry_holds_the_papers_datasets_and_digits():
+    # Act
+    names = set(list_datasets("chfl"))
+    # Assert
+    assert {"covertype", "sensorless", "helena", "jannis", "aloi", "digits"} <= names
+    assert get_dataset("covertype").available and get_dataset("digits").available
+    assert not any(get_dataset(n).available for n in ("sensorless", "helena", "jannis", "aloi"))
+
+
+def test_partition_divides_features_and_rows_disjointly():
+    # Arrange
+    ds = _toy()
+    # Act
+    part = chfl_partition(ds, n_clients=3, common_ratio=0.3, feature_seed=4, sample_seed=5)
+    # Assert
+    uniques = [set(c.unique_columns.tolist()) for c in part.clients]
+    assert len(part.common_columns) == 3 and [len(u) for u in uniques] == [3, 2, 2]
+    assert set(part.common_columns.tolist()).isdisjoint(set().union(*uniques))
+    assert set(part.common_columns.tolist()) | set().union(*uniques) == set(range(10))
+    rows = sum(len(s.labels) for c in part.clients for s in (c.train, c.val, c.test))
+    assert rows == 100 and sum(len(c.train.labels) for c in part.clients) == 60
+
+
+def test_partition_is_reproducible_and_feature_seed_changes_the_split():
+    ds = _toy()
+    a = chfl_partition(ds, n_clients=2, feature_seed=0)
+    b = chfl_partition(ds, n_clients=2, feature_seed=0)
+    c = chfl_partition(ds, n_clients=2, feature_seed=1)
+    np.testing.assert_array_equal(a.clients[0].train.unique, b.clients[0].train.unique)
+    assert not np.array_equal(a.common_columns, c.common_columns)
+
+
+def test_feature_spec_names_columns():
+    # Arrange
+    spec = parse_feature_spec("common=f0,f1;unique=f2,f3|f4")
+    # Act
+    part = chfl_partition(_toy(), spec=spec)
+    # Assert
+    assert part.n_clients == 2 and part.common_columns.tolist() == [0, 1]
+    assert [c.unique_columns.tolist() for c in part.clients] == [[2, 3], [4]]
+
+
+def test_overlapping_common_and_unique_spec_is_rejected_naming_the_column():
+    spec = parse_feature_spec("common=f0,f1;unique=f1,f3|f4")
+    with pytest.raises(InputError, match="'f1'.*common and unique"):
+        chfl_partition(_toy(), spec=spec)
+
+
+def test_a_client_with_no_rows_is_rejected():
+    with pytest.raises(InputError, match=r"client 'c\d' gets no (training|validation|test) rows"):
+        chfl_partition(_toy(rows=8), n_clients=5)
+
+
+def test_unknown_dataset_is_an_input_error():
+    with pytest.raises(InputError, match="unknown dataset 'nope'"):
+        load_chfl_dataset("nope")
+
+
+def test_digits_loads_without_files():
+    ds = load_chfl_dataset("digits")
+    assert ds.features.shape == (1797, 64) and ds.n_classes == 10
+
+
+def test_user_csv_loads_and_reports_a_missing_label(tmp_path):
+    # Arrange
+    good = tmp_path / "mine.csv"
+    good.write_text("a,b,y\n1,2,x\n3,4,z\n5,6,x\n")
+    empty = tmp_path / "nolabel.csv"
+    empty.write_text("a,b,y\n1,2,\n3,4,\n")
+    # Act
+    ds = load_csv_dataset(good, label="y")
+    # Assert
+    assert ds.feature_names == ("a", "b") and ds.labels.tolist() == [0, 1, 0]
+    with pytest.raises(InputError, match="--label 'y'.*no label"):
+        load_csv_dataset(empty, label="y")
+    with pytest.raises(InputError, match="--label 'target'"):
+        load_csv_dataset(good, label="target")
+
+
+def test_arff_and_libsvm_readers(tmp_path):
+    # Arrange
+    arff = tmp_path / "jannis.arff"
+    arff.write_text("@relation j\n@attribute 'class' {0,1}\n@attribute V1 numeric\n@attribute V2 numeric\n"
+                    "@data\n1,0.5,2\n0,1.5,3\n")
+    svm = tmp_path / "aloi.scale"
+    svm.write_text("3 1:0.5 3:1\n7 2:0.25\n")
+    # Act
+    a = read_arff(arff, name="jannis")
+    s = read_libsvm(svm, name="aloi")
+    # Assert
+    assert a.features.tolist() == [[0.5, 2.0], [1.5, 3.0]] and a.labels.tolist() == [1, 0]
+    assert s.features.tolist() == [[0.5, 0.0, 1.0], [0.0, 0.25, 0.0]] and s.classes == ("3", "7")
+
+
+@pytest.mark.skipif(not os.environ.get("SECUREFL_DATA"), reason="SECUREFL_DATA is not set (covertype file)")
+def test_covertype_from_the_data_folder():
+    ds = load_chfl_dataset("covertype")
+    assert ds.features.shape == (15120, 54) and np.bincount(ds.labels).tolist() == [2160] * 7
