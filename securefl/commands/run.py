@@ -1,6 +1,7 @@
 """``securefl run METHOD``: train one method on one dataset and report accuracy, time and bytes.
 
-Vertical methods (the STFL paper's comparison): ``stfl``, ``he-vfl``,
+Horizontal methods (CHFL, GL and their baselines) are described in
+:mod:`securefl.commands.run_horizontal`. Vertical methods (the STFL paper's comparison): ``stfl``, ``he-vfl``,
 ``hierarchical``, ``centralized``. The data is a registered dataset
 (``--dataset``) or one CSV per party (``--party-csv``, with ``--id-column`` and
 ``--label``; the file holding the label column is the active party). Rows are
@@ -17,18 +18,23 @@ from typing import Any, Callable
 
 from protocols.errors import InputError
 from securefl.data import stfl_split
+from securefl.commands.run_horizontal import (HORIZONTAL_METHODS, add_arguments, check_args, family,
+                                              run_chfl_family, run_gl_family, summary_line)
 from securefl.results import write_json_atomically
 
 VERTICAL_METHODS = ("stfl", "he-vfl", "hierarchical", "centralized")
 EXAMPLE = "securefl run stfl --dataset breast --seed 0 --json stfl.json"
+HORIZONTAL_EXAMPLES = ("  CHFL: securefl run chfl --dataset covertype --rounds 20 --no-secure-agg\n"
+                       "  GL:   securefl run gl --dataset gl_heart --seed 3 --json gl.json\n"
+                       "  own data: securefl run gl --csv sites.csv --label y --client-column site")
 
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("run", help="train one method on one dataset",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                               epilog=f"example: {EXAMPLE}\n  own data: securefl run stfl --party-csv bank.csv"
-                                     " shop.csv --id-column id --label y")
-    p.add_argument("method", choices=VERTICAL_METHODS)
+                                     f" shop.csv --id-column id --label y\n{HORIZONTAL_EXAMPLES}")
+    p.add_argument("method", choices=(*VERTICAL_METHODS, *HORIZONTAL_METHODS))
     data = p.add_mutually_exclusive_group()
     data.add_argument("--dataset", help="a registered dataset (default: breast_sklearn, bundled)")
     data.add_argument("--party-csv", nargs="+", type=Path, metavar="CSV", help="one CSV per party")
@@ -36,9 +42,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--label", default="y", help="label column; its file is the active party (default: y)")
     p.add_argument("--data-dir", type=Path, help="folder of dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--seed", type=int, default=0, help="split, initialisation and batch order (not crypto)")
-    p.add_argument("--epochs", type=int, default=100, help="training epochs (default: 100)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="training epochs (vertical default 100; GL: the paper's, 105 covertype / 10 heart)")
     p.add_argument("--vae-epochs", type=int, default=None, help="STFL: VAE pretraining epochs (default: --epochs)")
-    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=None, help="vertical default 128, CHFL 64")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--he", choices=("ckks", "paillier"), default="ckks", help="HE-VFL: encryption scheme")
     p.add_argument("--all-data", action="store_true", help="train on self-taught + train rows (not STFL)")
@@ -47,12 +54,13 @@ def add_parser(subparsers: Any) -> None:
                    help="transport: threads in this process, or one process per party (gloo)")
     p.add_argument("--json", type=Path, help="write the result object here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_arguments(p)
     p.set_defaults(handler=run)
 
 
 def _check_args(args: argparse.Namespace) -> None:
     for name in ("epochs", "batch_size"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if args.vae_epochs is not None and args.vae_epochs < 1:
         raise InputError(f"--vae-epochs must be at least 1, got {args.vae_epochs}")
@@ -93,9 +101,22 @@ def _progress(args: argparse.Namespace, label: str) -> Callable[[int, int], None
 
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
+    check_args(args)
+    from securefl.data.registry import get_dataset
     from securefl.runtime import resolve_device
 
     resolve_device(args.device)
+    kind = family(args, lambda name: get_dataset(name).kind)
+    if kind != "vertical":
+        runner = run_chfl_family if kind == "chfl" else run_gl_family
+        result = runner(args, _progress(args, f"{args.method} rounds"))
+        result.setdefault("settings", {}).update({"secure_agg": args.secure_agg, "backend": args.backend})
+        print(summary_line(args, result))
+        if args.json:
+            write_json_atomically(args.json, result)
+        return 0
+    args.epochs = args.epochs or 100
+    args.batch_size = args.batch_size or 128
     dataset = load_dataset(args)
     split = stfl_split(dataset, seed=args.seed, all_data=args.all_data)
     result = run_method(args.method, split, args)

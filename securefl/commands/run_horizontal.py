@@ -1,0 +1,149 @@
+"""``securefl run`` for the horizontal methods: CHFL and GL and their baselines.
+
+CHFL family (one table; features split into common and per-client unique ones):
+``chfl``, ``common``, ``simple``, ``local`` on ``--dataset covertype|digits|...`` or
+``--csv FILE --label COL`` with ``--features 'common=a,b;unique=c|d'`` or a random
+split (``--clients``, ``--common-ratio``). GL family (natural clients with their own
+columns and classes): ``gl``, ``fedavg``, ``local``, ``centralized`` on ``--dataset
+gl_covertype|gl_heart`` or ``--csv FILE --label COL --client-column COL``.
+Every model average runs through secure aggregation unless ``--no-secure-agg``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Callable
+
+from protocols.errors import InputError
+
+CHFL_METHODS = ("chfl", "common", "simple")
+GL_METHODS = ("gl", "fedavg")
+SHARED_METHODS = ("local", "centralized")
+HORIZONTAL_METHODS = (*CHFL_METHODS, *GL_METHODS, "local")
+DEFAULT_DATASET = {"chfl": "digits", "gl": "gl_heart"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The horizontal-only options of ``securefl run``."""
+    g = p.add_argument_group("horizontal methods (chfl, common, simple, gl, fedavg, local)")
+    g.add_argument("--csv", type=Path, default=None, metavar="FILE",
+                   help="your own data: one CSV, every row one sample")
+    g.add_argument("--client-column", help="GL: the column naming each row's client (natural clients)")
+    g.add_argument("--features", metavar="SPEC",
+                   help="CHFL: 'common=a,b;unique=c,d|e,f' (one |-separated group of unique columns per client)")
+    g.add_argument("--clients", type=int, default=5, help="CHFL: clients of a random feature split (default 5)")
+    g.add_argument("--common-ratio", type=float, default=0.3, help="CHFL: share of common features (default 0.3)")
+    g.add_argument("--feature-seed", type=int, default=None, help="CHFL: the random feature split (default: --seed)")
+    g.add_argument("--rounds", type=int, default=None,
+                   help="communication rounds (CHFL: T, default 20; GL: epochs, as --epochs)")
+    g.add_argument("--batches", type=int, default=None, help="GL: batches per local epoch (paper default)")
+    g.add_argument("--aggregate", choices=("epoch", "batch"), default="epoch",
+                   help="GL: average once per epoch (the authors' code) or after every batch (Algorithm 1)")
+    g.add_argument("--secure-agg", action=argparse.BooleanOptionalAction, default=True,
+                   help="average through secure aggregation (default) or in clear, for timing")
+
+
+def family(args: argparse.Namespace, kind_of: Callable[[str], str]) -> str:
+    """"vertical", "chfl" or "gl": which method family and data ``args`` name; InputError on a mismatch."""
+    if args.method in CHFL_METHODS or args.method in GL_METHODS or args.method == "local":
+        wanted = "chfl" if args.method in CHFL_METHODS else "gl" if args.method in GL_METHODS else None
+    else:
+        wanted = "vertical" if args.method != "centralized" else None
+    if args.party_csv:
+        have = "vertical"
+    elif args.csv is not None:
+        have = "gl" if args.client_column else "chfl"
+    elif args.dataset:
+        have = kind_of(args.dataset)
+    else:
+        have = wanted or ("chfl" if args.method == "local" else "vertical")
+    if wanted is not None and have != wanted:
+        raise InputError(f"method {args.method!r} needs {_needs(wanted)}, not {_source(args, have)}")
+    if args.method == "centralized" and have == "chfl":
+        raise InputError("method 'centralized' runs on vertical datasets and gl_covertype, not on CHFL data")
+    if args.method == "local" and have == "vertical":
+        raise InputError(f"method 'local' needs {_needs('chfl')} or {_needs('gl')}, not {_source(args, have)}")
+    return have
+
+
+def _needs(kind: str) -> str:
+    return {"chfl": "a CHFL dataset (--dataset covertype|digits|...) or --csv without --client-column",
+            "gl": "a GL dataset (--dataset gl_covertype|gl_heart) or --csv with --client-column",
+            "vertical": "a vertical dataset (--dataset breast|...) or --party-csv"}[kind]
+
+
+def _source(args: argparse.Namespace, kind: str) -> str:
+    where = f"--dataset {args.dataset}" if args.dataset else "--csv" if args.csv else "--party-csv"
+    return f"{where} ({kind} data)"
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """One-line errors for the horizontal options."""
+    for name in ("rounds", "batches"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise InputError(f"--{name} must be at least 1, got {value}")
+    if args.clients < 2:
+        raise InputError(f"--clients must be at least 2 (federation needs two clients), got {args.clients}")
+    if not 0 < args.common_ratio < 1:
+        raise InputError(f"--common-ratio must be between 0 and 1, got {args.common_ratio}")
+    if args.csv is not None and args.party_csv:
+        raise InputError("--csv (horizontal data) and --party-csv (vertical data) cannot be combined")
+
+
+def run_chfl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
+    """Load and partition the data, then run the CHFL-family method."""
+    from securefl.algorithms.chfl import CHFLConfig, run_chfl_method
+    from securefl.data.chfl_sets import chfl_partition, load_chfl_dataset, load_csv_dataset, parse_feature_spec
+
+    if args.csv is not None:
+        dataset = load_csv_dataset(args.csv, label=args.label)
+    else:
+        dataset = load_chfl_dataset(args.dataset or DEFAULT_DATASET["chfl"], data_dir=args.data_dir)
+    spec = parse_feature_spec(args.features) if args.features else None
+    partition = chfl_partition(dataset, n_clients=args.clients, common_ratio=args.common_ratio,
+                               feature_seed=args.seed if args.feature_seed is None else args.feature_seed,
+                               sample_seed=args.seed, spec=spec)
+    config = CHFLConfig(rounds=args.rounds or args.epochs or 20, batch_size=args.batch_size or 64, lr=args.lr,
+                        seed=args.seed, device=args.device)
+    return run_chfl_method(args.method, partition, config, secure_agg=args.secure_agg, backend=args.backend,
+                           progress=progress)
+
+
+def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
+    """Load the clients' tables, then run the GL-family method."""
+    from baselines.gl_baselines import run_gl_method
+    from securefl.algorithms.gl import paper_config
+    from securefl.data.gl_sets import load_csv_clients
+    from securefl.data.registry import load_registered
+
+    if args.csv is not None:
+        dataset = load_csv_clients(args.csv, label=args.label, client_column=args.client_column)
+    else:
+        dataset = load_registered(args.dataset or DEFAULT_DATASET["gl"], kind="gl", data_dir=args.data_dir)
+    overrides: dict[str, Any] = {"seed": args.seed, "device": args.device, "lr": args.lr,
+                                 "aggregate": args.aggregate}
+    epochs = args.epochs or args.rounds
+    if epochs:
+        overrides["epochs"] = epochs
+    if args.batches:
+        overrides["batches"] = args.batches
+    config = paper_config(dataset.name, **overrides)
+    return run_gl_method(args.method, dataset, config, secure_agg=args.secure_agg, backend=args.backend,
+                         progress=progress)
+
+
+def summary_line(args: argparse.Namespace, result: dict[str, Any]) -> str:
+    """The last line a horizontal run prints: mean client accuracy, time, bytes and aggregation mode."""
+    metrics = result["metrics"]
+    extra = f" | AUROC {metrics['auroc']:.4f}" if "auroc" in metrics else ""
+    rounds = result.get("round_seconds") or []
+    per_round = f" | {sum(rounds) / len(rounds):.3f} s/round" if rounds else ""
+    mode = "secure" if args.secure_agg else "plain"
+    return (f"{args.method} on {result['dataset']} (seed {args.seed}, {mode} aggregation): mean client accuracy"
+            f" {metrics['accuracy']:.4f}{extra} | {result['seconds']:.2f} s{per_round} | {result['bytes']:,} bytes")
+
+
+__all__ = ["CHFL_METHODS", "GL_METHODS", "HORIZONTAL_METHODS", "add_arguments", "check_args", "family",
+           "run_chfl_family", "run_gl_family", "summary_line"]
