@@ -50,6 +50,11 @@ def device_info(device: str = "cpu") -> dict[str, Any]:
         info["memory_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
     except (ValueError, OSError):
         pass
+    try:
+        # other work on the machine slows every timing; a result says how busy the machine was
+        info["load_average_1m"] = round(os.getloadavg()[0], 2)
+    except OSError:
+        pass
     if device.startswith("cuda"):
         import torch
 
@@ -106,7 +111,8 @@ def markdown_header(title: str, meta: dict[str, Any]) -> str:
         f"- commit: `{meta['commit']}`",
         f"- device: {dev['device']} — {dev['cpu']}, {dev['cores']} cores"
         + (f", {dev['memory_gib']} GiB" if "memory_gib" in dev else "")
-        + (f", GPU {dev['gpu']}" if "gpu" in dev else ""),
+        + (f", GPU {dev['gpu']}" if "gpu" in dev else "")
+        + (f"; load average {dev['load_average_1m']} at the start" if "load_average_1m" in dev else ""),
         f"- settings: `{json.dumps(meta['settings'], sort_keys=True)}`",
     ]
     if meta.get("command"):
