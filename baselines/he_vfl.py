@@ -52,7 +52,9 @@ class HEVFLConfig(SplitNNConfig):
     ``noise_scale``, ``activation_bound``, ``mask_bits``, ``packed``, ``key_bits``,
     ``precision_bits`` and ``insecure_small_keys_for_tests``. ``max_steps``: stop
     training after that many steps (for timing runs; the result then reports the
-    steps done and ``projected_training_s`` for all of them).
+    steps done and ``projected_training_s`` for all of them). ``max_eval_batches``:
+    likewise score only that many test batches (metrics then cover those rows only;
+    ``projected_inference_s`` scales the time to the whole test set).
     """
 
     he: str = "ckks"
@@ -65,13 +67,15 @@ class HEVFLConfig(SplitNNConfig):
     insecure_small_keys_for_tests: bool = False
     workers: int | None = None
     max_steps: int | None = None
+    max_eval_batches: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.interactive_config()  # validates the HE settings
-        steps = self.max_steps
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
-            raise InputError(f"HEVFLConfig.max_steps must be a positive int or None, got {steps!r}")
+        for name in ("max_steps", "max_eval_batches"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InputError(f"HEVFLConfig.{name} must be a positive int or None, got {value!r}")
 
     def interactive_config(self) -> InteractiveConfig:
         return InteractiveConfig(
@@ -189,8 +193,9 @@ class _ActiveRun:
     def predict(self, test: list[str]) -> np.ndarray:
         """Forward-only scores for the test rows, then tell the passive party to stop."""
         scores = []
+        size, limit = self.config.batch_size, self.config.max_eval_batches
         with torch.no_grad():
-            for begin in range(0, len(test), self.config.batch_size):
+            for begin in range(0, len(test) if limit is None else min(len(test), limit * size), size):
                 pos = self.send_batch("eval", test[begin:begin + self.config.batch_size])
                 z, _ = self.model.forward(_tensor(self.x[pos], self.device), self.step, False)
                 _, logits = loss_and_logits(self.model.top, z, _tensor(self.y[pos], self.device))
@@ -228,13 +233,16 @@ def he_vfl_active(transport: Transport, *, passive: str, table: PartyTable,
     scores = run.predict(test)
     phases["inference"] = time.perf_counter() - mark
     total = config.total_steps(len(train))
+    scored = test[:len(scores)]
     result = {"method": "he-vfl", "he": config.he,
-              "metrics": binary_metrics(y[[position[v] for v in test]], scores),
+              "metrics": binary_metrics(y[[position[v] for v in scored]], scores),
               "phases": phases, "seconds": time.perf_counter() - start,
               "intersection_size": psi.size, "train_rows": len(train), "test_rows": len(test),
               "epochs": epochs, "steps": steps, "total_steps": total,
               "step_seconds": phases["training"] / max(steps, 1),
-              "projected_training_s": phases["training"] * total / max(steps, 1)}
+              "projected_training_s": phases["training"] * total / max(steps, 1),
+              "scored_rows": len(scored),
+              "projected_inference_s": phases["inference"] * len(test) / len(scored)}
     if return_weights:
         result["weights"] = _active_weights(model)
     return result

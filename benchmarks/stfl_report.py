@@ -79,7 +79,9 @@ def to_markdown(report: dict[str, Any], header: str) -> str:
         table_one(report),
         "† HE-VFL accuracy from the plaintext split NN with the identical structure, initialisation and"
         " batch order (the protocol is tested to train to the same weights); its time is extrapolated"
-        " from steps timed through the protocol (training time per step x steps; bytes scaled the same"
+        " from steps timed through the protocol (training time per step x steps; inference time measured on"
+        " the whole test set, or, for runs whose JSON gives `scored_rows`, on that many test rows and"
+        " scaled to the whole set; bytes scaled the same"
         " way, which over-counts the one-off PSI and key setup). Unmarked cells ran fully through the"
         " protocol.",
         "",

@@ -146,3 +146,15 @@ def test_bad_inputs_to_the_roles() -> None:
                                                           "config": object()}, "passive": passive})
     with pytest.raises(InputError, match="backend"):
         run_he_vfl(split, HEVFLConfig(epochs=1), backend="carrier-pigeon")
+
+
+def test_timing_runs_can_score_a_few_test_batches_and_project_the_rest():
+    # Arrange: 1 training step and 1 test batch of 4 rows
+    config = HEVFLConfig(he="paillier", epochs=1, batch_size=4, max_steps=1, max_eval_batches=1, **TINY,
+                         **SMALL_KEYS)
+    # Act
+    result = run_he_vfl(tiny_split(rows=60), config)
+    # Assert
+    assert result["scored_rows"] == 4 < result["test_rows"]
+    assert result["projected_inference_s"] == pytest.approx(
+        result["phases"]["inference"] * result["test_rows"] / 4)
