@@ -48,7 +48,8 @@ def test_registered_hashes_are_the_data_folders_sha256sums(root):
     for line in (root / "SHA256SUMS").read_text().splitlines():
         digest, path = line.split(maxsplit=1)
         sums[path.removeprefix("./")] = digest
-    files = [f for name in list_datasets() for f in get_dataset(name).files]
+    # datasets missing from ../shared/data are registered without a checksum
+    files = [f for name in list_datasets() if get_dataset(name).available for f in get_dataset(name).files]
 
     assert files and all(sums[f.path] == f.sha256 for f in files)
     assert all(sums[f.path] == f.sha256 for f in FATE_TESTS.values())
