@@ -1,7 +1,7 @@
 """Reproduce GL's Table 2 (Obeidi): AUROC, (balanced) accuracy and AUPRC per client over seeds.
 
     python -m benchmarks.gl [--quick] [--device cuda] [--datasets gl_covertype,gl_heart]
-                            [--cover-seeds N] [--heart-seeds N] [--workers 2] --json FILE [--markdown FILE]
+                            [--cover-seeds N] [--heart-seeds N] [--workers 2] --json FILE [--markdown FILE] [--merge]
 
 Runs GL, FedAvg (padded) and Local on both experiments and Centralized on covertype,
 each seed of the paper's list (covertype 8-28, heart 0-100; the first N when fewer
@@ -11,11 +11,16 @@ aggregation. Compares with the authors' released per-seed results, and times one
 aggregation round of the GL and FedAvg vectors with secure vs plain averaging.
 Comanche and Rawah are evaluated on their validation files (test files missing);
 Centralized on the pooled validation file (pooled test file missing).
+
+``--merge`` keeps the seeds already in the JSON file (same settings required), runs only
+the missing ones and keeps the other datasets, so a long covertype sweep can be run in
+chunks: each dataset lists the date, commit and machine load of every chunk (``runs_from``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -90,17 +95,21 @@ def parameter_counts(name: str, config: GLConfig, data_dir: str | None) -> dict[
     return {"ours": ours, "paper": PAPER_PARAMETERS[name]}
 
 
-def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace) -> dict[str, Any]:
-    """Every method and seed of one experiment, summarised against the authors' results."""
-    config = dataset_config(name, quick=args.quick, device=args.device)
+def run_jobs(name: str, seeds: Sequence[int], config: GLConfig, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every method of ``name`` for each of ``seeds``, over worker processes."""
     jobs = [(name, m, s, config, args.data_dir) for s in seeds for m in METHODS[name]]
-    start = time.perf_counter()
+    if not jobs:
+        return []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         futures = [pool.submit(run_job, *job) for job in jobs]
         for done, future in enumerate(as_completed(futures), 1):
             r = future.result()
             print(f"  {name} {r['method']} seed {r['seed']}: {r['seconds']:.0f} s ({done}/{len(jobs)})", flush=True)
-        runs = [f.result() for f in futures]
+        return [f.result() for f in futures]
+
+
+def summarise(name: str, runs: list[dict[str, Any]], config: GLConfig, args: argparse.Namespace) -> dict[str, Any]:
+    """Table 2 against the authors' results, parameter counts and secure-vs-plain aggregation timing."""
     params = parameter_counts(name, config, args.data_dir)
     n_clients, rounds = len(params["ours"]), 2 if args.quick else 3
     fedavg = next(r for r in runs if r["method"] == "fedavg")
@@ -110,10 +119,47 @@ def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace) -> di
                                      for mode in ("secure", "plain")}} for kind, n in sizes.items()}
     ours, reference = collect(runs), load_reference(args.reference, name)
     markdown, records = table2(name, ours, reference)
-    return {"settings": config.settings(), "seeds": list(seeds), "methods": list(METHODS[name]),
-            "seconds": time.perf_counter() - start, "parameters": params, "aggregation_round_seconds": timing,
+    return {"settings": config.settings(), "seeds": sorted({r["seed"] for r in runs}), "methods": list(METHODS[name]),
+            "parameters": params, "aggregation_round_seconds": timing,
             "run_seconds": {m: float(np.mean([r["seconds"] for r in runs if r["method"] == m])) for m in METHODS[name]},
             "table2": records, "best_auroc": best_method_check(records), "runs": runs, "markdown": markdown}
+
+
+def complete_seeds(runs: Sequence[dict[str, Any]], name: str) -> set[int]:
+    """Seeds for which every method of ``name`` has a run."""
+    have: dict[int, set[str]] = {}
+    for r in runs:
+        have.setdefault(r["seed"], set()).add(r["method"])
+    return {s for s, methods in have.items() if methods >= set(METHODS[name])}
+
+
+def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_meta: dict[str, Any],
+                previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every method and seed of one experiment; with ``previous`` (``--merge``) only the seeds it lacks."""
+    config = dataset_config(name, quick=args.quick, device=args.device)
+    prior: list[dict[str, Any]] = []
+    provenance: list[dict[str, Any]] = []
+    if previous is not None:
+        if previous["settings"] != config.settings():
+            raise SystemExit(f"--merge: {name} settings in {args.json} differ from this run's; rerun without --merge")
+        done = complete_seeds(previous["runs"], name) & set(seeds)
+        prior = [r for r in previous["runs"] if r["seed"] in done]
+        provenance = previous["runs_from"]
+    fresh = [s for s in seeds if not any(r["seed"] == s for r in prior)]
+    start = time.perf_counter()
+    runs = run_jobs(name, fresh, config, args)
+    seconds = time.perf_counter() - start
+    if fresh:
+        provenance = [*provenance, {**run_meta, "seeds": fresh, "seconds": seconds}]
+    return {**summarise(name, prior + runs, config, args), "runs_from": provenance}
+
+
+def upgrade(old: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``old``'s datasets, each with a ``runs_from`` list (files written before ``--merge`` get their header)."""
+    header = {k: old.get(k) for k in ("date", "commit", "device", "command")}
+    return {name: {**res, "runs_from": res.get("runs_from") or [{**header, "seeds": res["seeds"],
+                                                                   "seconds": res.get("seconds")}]}
+            for name, res in old["datasets"].items()}
 
 
 def seed_count(name: str, args: argparse.Namespace) -> int:
@@ -122,6 +168,14 @@ def seed_count(name: str, args: argparse.Namespace) -> int:
     if asked:
         return asked
     return (1 if name == "gl_covertype" else 2) if args.quick else DEFAULT_SEEDS[name]
+
+
+def _short(commit: str | None) -> str:
+    return (commit or "unknown")[:12] + ("+dirty" if (commit or "").endswith("+dirty") else "")
+
+
+def _seed_range(seeds: Sequence[int]) -> str:
+    return f"{seeds[0]}..{seeds[-1]} ({len(seeds)})" if len(seeds) > 1 else str(seeds[0])
 
 
 def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
@@ -144,7 +198,10 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
         counts = [[c, v["total"], v["federated_gl"]] for c, v in res["parameters"]["ours"].items()]
         out += [f"\nParameters (ours; paper: {res['parameters']['paper']}):\n",
                 markdown_table(["client", "total", "federated (GL)"], counts),
-                f"\nMean seconds per run: {', '.join(f'{m} {s:.1f}' for m, s in res['run_seconds'].items())}\n"]
+                f"\nMean seconds per run: {', '.join(f'{m} {s:.1f}' for m, s in res['run_seconds'].items())}\n",
+                "\nRuns:\n", markdown_table(["seeds", "date", "commit", "load (1 min)", "command"], [
+                    [_seed_range(r["seeds"]), r["date"], _short(r["commit"]),
+                     (r.get("device") or {}).get("load_average_1m", ""), r["command"]] for r in res["runs_from"]])]
     return "".join(out)
 
 
@@ -161,19 +218,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reference", type=Path, default=REFERENCE)
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--markdown", type=Path, default=RESULTS_DIR / "gl.md")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the seeds already in --json and run only the missing ones (same settings)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
     unknown = [n for n in names if n not in PAPER_SEEDS]
     if unknown:
         parser.error(f"unknown dataset {unknown[0]!r}; choose from {', '.join(PAPER_SEEDS)}")
+    if args.merge and not args.json.exists():
+        parser.error(f"--merge: {args.json} does not exist")
+    old = json.loads(args.json.read_text()) if args.merge else None
+    if old is not None and old.get("quick") != args.quick:
+        parser.error("--merge: cannot mix a --quick result with a full one")
+    previous = upgrade(old) if old is not None else {}
+    meta = metadata(settings={"datasets": names, "workers": args.workers}, quick=args.quick, device=args.device,
+                    argv=["benchmarks.gl", *(sys.argv[1:] if argv is None else argv)])
+    run_meta = {k: meta[k] for k in ("date", "commit", "device", "command")}
     results = {}
-    for name in names:
-        results[name] = run_dataset(name, PAPER_SEEDS[name][:seed_count(name, args)], args)
-        print(f"{name}: {len(results[name]['runs'])} runs in {results[name]['seconds']:.0f} s", flush=True)
-    settings = {"datasets": names, "workers": args.workers,
-                "seeds": {k: v["seeds"] for k, v in results.items()}}
-    meta = metadata(settings=settings, quick=args.quick, device=args.device,
-                    argv=["benchmarks.gl", *(argv or sys.argv[1:])])
+    for name in PAPER_SEEDS:
+        if name in names:
+            seeds = PAPER_SEEDS[name][:seed_count(name, args)]
+            results[name] = run_dataset(name, seeds, args, run_meta, previous.get(name))
+            print(f"{name}: {len(results[name]['runs'])} runs", flush=True)
+        elif name in previous:
+            kept = previous[name]
+            table = table2(name, collect(kept["runs"]), load_reference(args.reference, name))[0]
+            results[name] = {**kept, "markdown": table}
+    meta["settings"]["seeds"] = {k: v["seeds"] for k, v in results.items()}
     write_json(args.json, {**meta, "datasets": {k: {kk: vv for kk, vv in v.items() if kk != "markdown"}
                                                  for k, v in results.items()}})
     write_text(args.markdown, render(meta, results))
