@@ -33,23 +33,10 @@ from torch import nn
 from protocols.errors import InputError
 from securefl.data import PartyTable, VerticalSplit
 from securefl.runtime import SeedPlan, binary_metrics, resolve_device
+from securefl.runtime import validation as check
 
 DTYPE = torch.float64
 Progress = Callable[[int, int], None]
-
-
-def _positive_int(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{owner}.{name} must be a positive int{' or None' if optional else ''}, "
-                         f"got {value!r}")
-
-
-def _positive_float(owner: str, name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value <= 0:
-        raise InputError(f"{owner}.{name} must be a positive finite number, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -84,17 +71,15 @@ class SplitNNConfig:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        if self.progress is not None and not callable(self.progress):
-            raise InputError(f"{owner}.progress must be callable(epoch, total) or None")
-        _positive_int(owner, "epochs", self.epochs)
-        _positive_int(owner, "batch_size", self.batch_size)
-        _positive_float(owner, "lr", self.lr)
-        _positive_float(owner, "interactive_lr", self.interactive_lr)
+        check.callback(owner, "progress", self.progress)
+        check.positive_int(owner, "epochs", self.epochs)
+        check.positive_int(owner, "batch_size", self.batch_size)
+        check.positive_number(owner, "lr", self.lr)
+        check.positive_number(owner, "interactive_lr", self.interactive_lr)
         for name in ("bottom_active", "bottom_passive", "interactive", "top"):
-            _positive_int(owner, name, getattr(self, name), optional=True)
-        SeedPlan(self.seed)  # validates the seed
-        if not isinstance(self.device, str):
-            raise InputError(f"{owner}.device must be a str, got {self.device!r}")
+            check.positive_int(owner, name, getattr(self, name), optional=True)
+        check.seed(owner, self.seed)
+        check.device(owner, self.device)
 
     def widths(self, n_active: int, n_passive: int) -> Widths:
         """The paper's rule (5x input features), with any width given here taking precedence."""

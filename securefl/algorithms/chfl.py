@@ -22,7 +22,6 @@ baseline (the common column alone) and, when asked, Local and the simple method.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Sequence
@@ -37,15 +36,11 @@ from securefl.algorithms.training import intra_op_threads
 from securefl.data.chfl_partition import CHFLPartition, ClientData
 from securefl.models.pnn import PAPER_HIDDEN
 from securefl.runtime import resolve_device
+from securefl.runtime import validation as check
 from securefl.runtime.federated import averaging_server, client_average
 
 SERVER = "server"
 METHODS = ("chfl", "common", "local", "simple")
-
-
-def _positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"CHFLConfig.{name} must be a positive int, got {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,28 +80,25 @@ class CHFLConfig:
     progress: Callable[[int, int], None] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        owner = "CHFLConfig"
         for name in ("rounds", "local_epochs", "batch_size"):
-            _positive_int(name, getattr(self, name))
+            check.positive_int(owner, name, getattr(self, name))
         for width in self.hidden:
-            _positive_int("hidden", width)
-        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not (math.isfinite(self.lr)
-                                                                                      and self.lr > 0):
-            raise InputError(f"CHFLConfig.lr must be a positive finite number, got {self.lr!r}")
+            check.positive_int(owner, "hidden", width)
+        check.positive_number(owner, "lr", self.lr)
         if not self.mus or any(isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m <= 1
                                for m in self.mus):
             raise InputError(f"CHFLConfig.mus must be a non-empty tuple of values in (0, 1], got {self.mus!r}")
         unknown = [h for h in self.heads if h not in HEADS]
         if unknown:
             raise InputError(f"CHFLConfig.heads: unknown head(s) {unknown}; choose from {list(HEADS)}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
-            raise InputError(f"CHFLConfig.seed must be a non-negative int below 2**63, got {self.seed!r}")
-        if self.threads is not None:
-            _positive_int("threads", self.threads)
-        for flag in ("select_round", "standardize"):
-            if not isinstance(getattr(self, flag), bool):
-                raise InputError(f"CHFLConfig.{flag} must be a bool, got {getattr(self, flag)!r}")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
-            raise InputError(f"CHFLConfig.timeout must be a positive number of seconds, got {self.timeout!r}")
+        check.seed(owner, self.seed)
+        check.device(owner, self.device)
+        check.positive_int(owner, "threads", self.threads, optional=True)
+        for name in ("select_round", "standardize"):
+            check.flag(owner, name, getattr(self, name))
+        check.positive_number(owner, "timeout", self.timeout)
+        check.callback(owner, "progress", self.progress)
 
     def settings(self) -> dict[str, Any]:
         """The JSON-ready settings (everything but the progress callback)."""

@@ -16,7 +16,6 @@ Local (``scope="none"``: nothing federated, no server); see :mod:`baselines.gl_b
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Sequence
@@ -33,23 +32,13 @@ from securefl.data.gl_sets import ClientData
 from securefl.models.tabular import GLModel, TabularShape, count, paper_widths
 from securefl.runtime import SeedPlan, resolve_device
 from securefl.runtime.classification import classification_metrics
+from securefl.runtime import validation as check
 from securefl.runtime.federated import averaging_server, client_average, flatten
 
 SERVER = "server"
 SCOPES = ("global", "all", "none")
 AGGREGATE = ("epoch", "batch")
 Progress = Callable[[int, int], None]
-
-
-def _positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"GLConfig.{name} must be a positive int, got {value!r}")
-
-
-def _number(name: str, value: Any, low: float, high: float, *, open_low: bool = False) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value > high or value < low or (open_low and value == low):
-        raise InputError(f"GLConfig.{name} must be a number in {'(' if open_low else '['}{low}, {high}], got {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,26 +70,22 @@ class GLConfig:
     progress: Progress | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        owner = "GLConfig"
         for name in ("epochs", "batches"):
-            _positive_int(name, getattr(self, name))
-        _number("lr", self.lr, 0.0, 10.0, open_low=True)
-        _number("weight_decay", self.weight_decay, 0.0, 1.0)
-        _number("eta", self.eta, 0.0, 1.0)
+            check.positive_int(owner, name, getattr(self, name))
+        check.number_in(owner, "lr", self.lr, 0.0, 10.0, open_low=True)
+        check.number_in(owner, "weight_decay", self.weight_decay, 0.0, 1.0)
+        check.number_in(owner, "eta", self.eta, 0.0, 1.0)
         if self.aggregate not in AGGREGATE:
             raise InputError(f"GLConfig.aggregate must be one of {AGGREGATE}, got {self.aggregate!r}")
         if not isinstance(self.shape, TabularShape):
             raise InputError(f"GLConfig.shape must be a TabularShape, got {type(self.shape).__name__}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
-            raise InputError(f"GLConfig.seed must be a non-negative int below 2**63, got {self.seed!r}")
-        if not isinstance(self.device, str) or self.device.split(":")[0] not in ("cpu", "cuda"):
-            raise InputError(f"GLConfig.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
-        if self.threads is not None:
-            _positive_int("threads", self.threads)
-        if not isinstance(self.secure, bool):
-            raise InputError(f"GLConfig.secure must be a bool, got {self.secure!r}")
-        _number("stage_timeout", self.stage_timeout, 0.0, 1e6, open_low=True)
-        if self.progress is not None and not callable(self.progress):
-            raise InputError("GLConfig.progress must be callable(epoch, total) or None")
+        check.seed(owner, self.seed)
+        check.device(owner, self.device)
+        check.positive_int(owner, "threads", self.threads, optional=True)
+        check.flag(owner, "secure", self.secure)
+        check.number_in(owner, "stage_timeout", self.stage_timeout, 0.0, 1e6, open_low=True)
+        check.callback(owner, "progress", self.progress)
 
     def rounds(self) -> int:
         """Aggregation rounds in a run: one per epoch, or one per batch step."""

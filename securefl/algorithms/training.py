@@ -8,7 +8,6 @@ epoch losses are collected on the device and read once at the end).
 
 from __future__ import annotations
 
-import math
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
@@ -23,13 +22,9 @@ from protocols.errors import InputError
 from securefl.models.scaling import Standardizer
 from securefl.models.vae import VAE
 from securefl.runtime import SeedPlan, binary_metrics, resolve_device
+from securefl.runtime import validation as check
 
 Progress = Callable[[int, int], None]
-
-
-def _positive_int(owner: str, name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{owner}.{name} must be a positive int, got {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,19 +54,12 @@ class TrainConfig:
     def __post_init__(self) -> None:
         owner = type(self).__name__
         for name in ("epochs", "batch_size", "hidden_multiplier"):
-            _positive_int(owner, name, getattr(self, name))
-        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) \
-                or not math.isfinite(self.lr) or self.lr <= 0:
-            raise InputError(f"{owner}.lr must be a positive finite number, got {self.lr!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
-            raise InputError(f"{owner}.seed must be a non-negative int below 2**63, got {self.seed!r}")
-        if not isinstance(self.device, str) or not self.device.split(":")[0] in ("cpu", "cuda"):
-            raise InputError(f"{owner}.device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
-        if self.threads is not None:
-            _positive_int(owner, "threads", self.threads)
-        if self.progress is not None and not callable(self.progress):
-            raise InputError(f"{owner}.progress must be callable(epoch, total) or None,"
-                             f" got {type(self.progress).__name__}")
+            check.positive_int(owner, name, getattr(self, name))
+        check.positive_number(owner, "lr", self.lr)
+        check.seed(owner, self.seed)
+        check.device(owner, self.device)
+        check.positive_int(owner, "threads", self.threads, optional=True)
+        check.callback(owner, "progress", self.progress)
 
     def settings(self) -> dict[str, Any]:
         """The JSON-ready settings (everything but the progress callback)."""
