@@ -1,7 +1,8 @@
 """CHFL's partitioner: common/unique features and disjoint per-client train/validation/test rows.
 
 Paper, section V-A3: rows are split 60/20/20 at random; train and validation are
-divided evenly over the clients. Here the test rows are divided evenly too, so
+divided evenly over the clients, at random (IID clients: a file ordered by class or
+region does not make them differ). Here the test rows are divided evenly too, so
 every row belongs to exactly one client (sample IDs are disjoint) and each client
 is scored on its own test rows; the reported accuracy is the mean over clients.
 A ratio of the features (30% by default) is drawn as common; the rest are divided
@@ -132,7 +133,10 @@ def chfl_partition(dataset: TabularDataset, *, n_clients: int = 5, common_ratio:
     order = SeedPlan(sample_seed).numpy("chfl/samples").permutation(n)
     cuts = np.cumsum([int(round(f * n)) for f in fractions[:2]])
     splits = np.split(order, cuts)
-    per_client = [np.array_split(np.sort(s), n_clients) for s in splits]
+    # Deal the shuffled rows out as they come (then sort each client's own rows): cutting the
+    # *sorted* indices into ranges would hand each client a contiguous stretch of the file, and
+    # files ordered by class or region (Kaggle's covertype) would make the clients non-IID.
+    per_client = [[np.sort(part) for part in np.array_split(s, n_clients)] for s in splits]
     clients = []
     for k in range(n_clients):
         name = f"c{k}"

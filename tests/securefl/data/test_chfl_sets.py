@@ -41,6 +41,21 @@ def test_partition_divides_features_and_rows_disjointly():
     assert rows == 100 and sum(len(c.train.labels) for c in part.clients) == 60
 
 
+def test_clients_are_iid_even_when_the_file_is_sorted_by_class():
+    # Arrange: 4 classes, rows ordered by class (as Kaggle's covertype file is ordered in stretches)
+    rng = np.random.default_rng(1)
+    labels = np.repeat(np.arange(4), 250)
+    ds = TabularDataset("sorted", rng.normal(size=(1000, 6)), labels, tuple(f"f{i}" for i in range(6)),
+                        ("a", "b", "c", "d"))
+    # Act
+    part = chfl_partition(ds, n_clients=4, sample_seed=3)
+    # Assert: every client trains on every class near its 25% share and tests on every class
+    for c in part.clients:
+        share = np.bincount(c.train.labels, minlength=4) / len(c.train.labels)
+        assert share.min() > 0.1, (c.name, share)
+        assert np.all(np.bincount(c.test.labels, minlength=4) > 0), c.name
+
+
 def test_partition_is_reproducible_and_feature_seed_changes_the_split():
     ds = _toy()
     a = chfl_partition(ds, n_clients=2, feature_seed=0)
