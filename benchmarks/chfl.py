@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import statistics
 import sys
 import time
@@ -57,6 +58,7 @@ class Config:
     json_path: Path
     markdown_path: Path
     data_dir: str | None
+    render_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--data-dir", default=None, help="dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--json", type=Path, default=RESULTS_DIR / "chfl.json")
     p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument("--render-only", action="store_true",
+                   help="rewrite the Markdown and PNG from an existing --json file without running anything")
     a = p.parse_args(argv)
     datasets = ("digits",) if a.quick else tuple(d for d in a.datasets.split(",") if d)
     unknown = [d for d in datasets if d not in DATASETS]
@@ -107,7 +111,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                   ratios=(0.3,) if quick else tuple(float(r) for r in a.ratios.split(",")),
                   mus=tuple(float(m) for m in a.mus.split(",")), timing_rounds=2 if quick else a.timing_rounds,
                   workers=a.workers, device=a.device, quick=quick, json_path=a.json,
-                  markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir)
+                  markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir,
+                  render_only=a.render_only)
 
 
 def available(cfg: Config) -> tuple[list[str], dict[str, str]]:
@@ -178,7 +183,13 @@ def run_job(job: Job, cfg: Config) -> dict[str, Any]:
             "last_round_accuracy": {m: v["last_round_accuracy"] for m, v in result["methods"].items()},
             "round_seconds": result["round_seconds"], "aggregation_seconds": result["aggregation_seconds"],
             "bytes": result["bytes"], "seconds": time.perf_counter() - start,
-            "n_common": partition.settings["n_common"], "n_unique": partition.settings["n_unique"]}
+            "n_common": partition.settings["n_common"], "n_unique": partition.settings["n_unique"],
+            "common_features": [partition_names(job.dataset, cfg.data_dir)[i] for i in partition.common_columns]}
+
+
+def partition_names(name: str, data_dir: str | None) -> tuple[str, ...]:
+    """The feature names of a dataset (as loaded by this worker)."""
+    return tuple(_dataset(name, data_dir).feature_names)
 
 
 def _init_worker() -> None:
@@ -241,8 +252,23 @@ def summarize(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "fig4": {f"{r:g}": point(5, r) for r in ratios}, "timing": timing}
 
 
+def render(report: dict[str, Any], cfg: Config) -> None:
+    """Write the Markdown report (and the Fig. 4 PNG) of ``report``."""
+    from benchmarks.chfl_report import plot_fig4, to_markdown
+
+    png = plot_fig4(report, cfg.markdown_path.with_suffix(".png"))
+    write_text(cfg.markdown_path, to_markdown(report, markdown_header("CHFL: Table II, Table III, Fig. 4", report),
+                                              png=png, data_dir=cfg.data_dir))
+    print(f"wrote {cfg.markdown_path}" + (f" and {png}" if png else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
+    if cfg.render_only:
+        if not cfg.json_path.is_file():
+            raise SystemExit(f"--render-only: {cfg.json_path} does not exist")
+        render(json.loads(cfg.json_path.read_text()), cfg)
+        return 0
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
                 if k not in ("json_path", "markdown_path", "data_dir")}
     settings.update(n_clients_table2=5, common_ratio=0.3, local_epochs=5, batch_size=64, lr=1e-3,
@@ -261,12 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["not_run"] = missing
     report["summary"] = summarize(report["runs"])
     write_json(cfg.json_path, report)
-    from benchmarks.chfl_report import plot_fig4, to_markdown
-
-    png = plot_fig4(report, cfg.markdown_path.with_suffix(".png"))
-    write_text(cfg.markdown_path, to_markdown(report, markdown_header("CHFL: Table II, Table III, Fig. 4", report),
-                                              png=png))
-    print(f"wrote {cfg.json_path}, {cfg.markdown_path}" + (f" and {png}" if png else ""))
+    render(report, cfg)
     return 0
 
 

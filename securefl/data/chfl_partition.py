@@ -100,8 +100,9 @@ def _spec_columns(spec: FeatureSpec, names: Sequence[str]) -> tuple[np.ndarray, 
     return as_idx[0], as_idx[1:]
 
 
-def _random_columns(n_features: int, n_clients: int, common_ratio: float, seed: int
-                    ) -> tuple[np.ndarray, list[np.ndarray]]:
+def random_feature_split(n_features: int, n_clients: int, common_ratio: float, seed: int
+                         ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Column indices: ``round(common_ratio * n_features)`` common ones, the rest dealt to the clients."""
     if not 0.0 < common_ratio < 1.0:
         raise InputError(f"common_ratio must be in (0, 1), got {common_ratio!r}")
     n_common = min(max(1, int(round(common_ratio * n_features))), n_features - n_clients)
@@ -128,7 +129,7 @@ def chfl_partition(dataset: TabularDataset, *, n_clients: int = 5, common_ratio:
     if isinstance(n_clients, bool) or not isinstance(n_clients, int) or n_clients < 2:
         raise InputError(f"n_clients must be an int >= 2 (federation needs two clients), got {n_clients!r}")
     if spec is None:
-        common, uniques = _random_columns(dataset.features.shape[1], n_clients, common_ratio, feature_seed)
+        common, uniques = random_feature_split(dataset.features.shape[1], n_clients, common_ratio, feature_seed)
     n = len(dataset.labels)
     order = SeedPlan(sample_seed).numpy("chfl/samples").permutation(n)
     cuts = np.cumsum([int(round(f * n)) for f in fractions[:2]])
@@ -155,4 +156,4 @@ def chfl_partition(dataset: TabularDataset, *, n_clients: int = 5, common_ratio:
 
 
 __all__ = ["CHFLPartition", "ClientData", "ClientSplit", "FRACTIONS", "FeatureSpec", "chfl_partition",
-           "parse_feature_spec"]
+           "parse_feature_spec", "random_feature_split"]

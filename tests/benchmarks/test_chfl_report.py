@@ -54,8 +54,8 @@ def test_markdown_has_paper_rows_missing_datasets_and_timing(tmp_path):
     assert "| covertype | paper | 0.6218 | 0.6407 | 0.6744 | 0.6843 | 0.6637 | holds |" in text
     assert "within 2 points: met" in text and "**not met**" not in text
     assert "| secure | 3 | 2.00 | 0.100 | 100 |" in text
-    lines = [line for line in text.splitlines() if line.startswith("| covertype")]
-    assert len({line.count("|") for line in lines}) == 1
+    lines = [line for line in text.splitlines() if line.startswith(("| covertype | ours", "| covertype | paper"))]
+    assert len(lines) == 2 and len({line.count("|") for line in lines}) == 1
 
 
 def test_covertype_far_from_the_paper_is_not_met(tmp_path):
@@ -69,3 +69,21 @@ def test_fig4_plot_is_written(tmp_path):
     _, report = _report(tmp_path, (0.62, 0.64, 0.675, 0.685, 0.66))
     path = plot_fig4(report, tmp_path / "chfl.png")
     assert path is not None and Path(path).stat().st_size > 1000
+
+
+def test_split_table_lists_each_feature_split_with_its_common_features(tmp_path):
+    # Arrange: two Table II runs of split 0 (recorded features), one of split 1 with none recorded
+    from benchmarks.chfl_report import split_table
+
+    runs = [_out("table2", (0.4, 0.6, 0.62, 0.64, 0.6), split=0, seed=s) for s in range(2)]
+    runs[1]["accuracy"]["common"] = 0.5
+    for r in runs:
+        r["common_features"] = ["Elevation", "Soil_Type12"]
+    runs.append(_out("table2", (0.3, 0.6, 0.61, 0.62, 0.6), split=1, dataset="nosuch"))
+    # Act
+    table = split_table({"runs": runs}, data_dir=str(tmp_path))
+    # Assert: split 0 averages its two runs and shortens names; the unknown dataset's features show as —
+    row0 = next(line for line in table.splitlines() if line.startswith("| covertype | 0 |"))
+    assert "| 2 | 0.4500 | 0.6000 |" in row0 and row0.endswith("Elevation, Soil12 |")
+    row1 = next(line for line in table.splitlines() if line.startswith("| nosuch | 1 |"))
+    assert row1.endswith("| — |")
