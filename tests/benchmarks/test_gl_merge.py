@@ -1,6 +1,10 @@
 """GL benchmark --merge: which seeds count as done, and provenance of files written before --merge."""
 
-from benchmarks.gl import complete_seeds, upgrade
+import argparse
+
+import pytest
+
+from benchmarks.gl import complete_seeds, run_dataset, upgrade
 
 
 def _run(method, seed):
@@ -34,3 +38,12 @@ def test_upgrade_keeps_existing_provenance():
     prov = [{"date": "d1", "commit": "c1", "device": None, "command": "x", "seeds": [8], "seconds": 1.0}]
     old = {"datasets": {"gl_covertype": {"seeds": [8], "runs": [], "runs_from": prov}}}
     assert upgrade(old)["gl_covertype"]["runs_from"] == prov
+
+
+def test_merge_refuses_results_run_with_other_settings(tmp_path):
+    # Arrange: a previous covertype result whose settings differ from the paper configuration
+    args = argparse.Namespace(quick=False, device="cpu", json=tmp_path / "gl.json", workers=1, data_dir=None)
+    previous = {"settings": {"epochs": 3}, "runs": [], "runs_from": []}
+    # Act / Assert: nothing runs; the error names the dataset and the file
+    with pytest.raises(SystemExit, match="gl_covertype settings in .*gl.json differ"):
+        run_dataset("gl_covertype", [8], args, {}, previous)
