@@ -184,12 +184,8 @@ def run_job(job: Job, cfg: Config) -> dict[str, Any]:
             "round_seconds": result["round_seconds"], "aggregation_seconds": result["aggregation_seconds"],
             "bytes": result["bytes"], "seconds": time.perf_counter() - start,
             "n_common": partition.settings["n_common"], "n_unique": partition.settings["n_unique"],
-            "common_features": [partition_names(job.dataset, cfg.data_dir)[i] for i in partition.common_columns]}
-
-
-def partition_names(name: str, data_dir: str | None) -> tuple[str, ...]:
-    """The feature names of a dataset (as loaded by this worker)."""
-    return tuple(_dataset(name, data_dir).feature_names)
+            "common_features": [_dataset(job.dataset, cfg.data_dir).feature_names[i]
+                                for i in partition.common_columns]}
 
 
 def _init_worker() -> None:

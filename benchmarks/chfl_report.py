@@ -9,6 +9,8 @@ from typing import Any
 from benchmarks.chfl import DATASETS, METHODS, PAPER_TABLE2, PAPER_TABLE3, TOLERANCE
 from benchmarks.common import markdown_table
 from protocols.errors import InputError
+from securefl.data.chfl_partition import random_feature_split
+from securefl.data.chfl_sets import load_chfl_dataset
 
 LABELS = {"common": "Common", "local": "Local", "chfl_mu0": "CHFL μ=0", "chfl": "CHFL μ>0",
           "simple": "simple method (V-B5)"}
@@ -61,20 +63,23 @@ def covertype_verdicts(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def common_features(run: dict[str, Any], data_dir: str | None) -> list[str] | None:
-    """The run's common feature names (recorded, or recomputed from its feature seed; None if unknown)."""
+def _feature_names(dataset: str, data_dir: str | None) -> tuple[str, ...] | None:
+    """A dataset's feature names, or None where its files cannot be loaded here."""
+    try:
+        return tuple(load_chfl_dataset(dataset, data_dir=data_dir or os.environ.get("SECUREFL_DATA")).feature_names)
+    except (OSError, ValueError, InputError):
+        return None
+
+
+def common_features(run: dict[str, Any], names: tuple[str, ...] | None) -> list[str] | None:
+    """The run's common feature names: recorded, or recomputed from its feature seed (None if unknown)."""
     if run.get("common_features") is not None:
         return list(run["common_features"])
-    try:
-        from securefl.data.chfl_partition import random_feature_split
-        from securefl.data.chfl_sets import load_chfl_dataset
-
-        names = load_chfl_dataset(run["job"]["dataset"], data_dir=data_dir or os.environ.get("SECUREFL_DATA"))
-    except (ImportError, OSError, ValueError, InputError):
+    if names is None:
         return None
     job = run["job"]
-    common, _ = random_feature_split(len(names.feature_names), job["n_clients"], job["ratio"], job["feature_seed"])
-    return [names.feature_names[i] for i in common]
+    common, _ = random_feature_split(len(names), job["n_clients"], job["ratio"], job["feature_seed"])
+    return [names[i] for i in common]
 
 
 def split_table(report: dict[str, Any], data_dir: str | None = None) -> str:
@@ -83,10 +88,13 @@ def split_table(report: dict[str, Any], data_dir: str | None = None) -> str:
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in runs:
         groups.setdefault((r["job"]["dataset"], r["job"]["feature_seed"]), []).append(r)
+    names: dict[str, tuple[str, ...] | None] = {}
     rows = []
     for (name, seed), chosen in sorted(groups.items()):
-        names = common_features(chosen[0], data_dir)
-        shown = "—" if names is None else ", ".join(_short_feature(n) for n in names)
+        if name not in names and chosen[0].get("common_features") is None:
+            names[name] = _feature_names(name, data_dir)
+        features = common_features(chosen[0], names.get(name))
+        shown = "—" if features is None else ", ".join(_short_feature(n) for n in features)
         means = [sum(r["accuracy"][m] for r in chosen) / len(chosen) if all(m in r["accuracy"] for r in chosen)
                  else None for m in METHODS]
         rows.append([name, seed, len(chosen), *(f"{v:.4f}" if v is not None else "—" for v in means), shown])

@@ -137,15 +137,15 @@ def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_m
                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every method and seed of one experiment; with ``previous`` (``--merge``) only the seeds it lacks."""
     config = dataset_config(name, quick=args.quick, device=args.device)
-    prior: list[dict[str, Any]] = []
+    done: set[int] = set()
     provenance: list[dict[str, Any]] = []
     if previous is not None:
         if previous["settings"] != config.settings():
             raise SystemExit(f"--merge: {name} settings in {args.json} differ from this run's; rerun without --merge")
         done = complete_seeds(previous["runs"], name) & set(seeds)
-        prior = [r for r in previous["runs"] if r["seed"] in done]
         provenance = previous["runs_from"]
-    fresh = [s for s in seeds if not any(r["seed"] == s for r in prior)]
+    prior = [r for r in previous["runs"] if r["seed"] in done] if previous is not None else []
+    fresh = [s for s in seeds if s not in done]
     start = time.perf_counter()
     runs = run_jobs(name, fresh, config, args)
     seconds = time.perf_counter() - start
