@@ -23,9 +23,10 @@ interactive layer's output z for each batch, never a.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, fields, replace
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import torch
@@ -39,6 +40,8 @@ from protocols.psi import psi_active, psi_passive
 from protocols.transport import Transport, run_parties
 from securefl.data import PartyTable, VerticalSplit
 from securefl.runtime import binary_metrics, resolve_device
+from securefl.runtime import validation as check
+from securefl.runtime.threads import intra_op_threads
 
 STAGE = "he_vfl"
 KINDS = ("train", "eval", "stop")
@@ -50,7 +53,10 @@ class HEVFLConfig(SplitNNConfig):
 
     ``he``: "ckks" (packed, fast) or "paillier". See :class:`InteractiveConfig` for
     ``noise_scale``, ``activation_bound``, ``mask_bits``, ``packed``, ``key_bits``,
-    ``precision_bits`` and ``insecure_small_keys_for_tests``. ``max_steps``: stop
+    ``precision_bits``, ``insecure_small_keys_for_tests`` and ``helper`` (packed CKKS: the
+    active party shares its products with a helper process). ``threads``: torch and BLAS
+    threads of each party while it runs (None: as is); the default 1 keeps idle library
+    threads from spinning on the cores the other party and the helper need. ``max_steps``: stop
     training after that many steps (for timing runs; the result then reports the
     steps done and ``projected_training_s`` for all of them). ``max_eval_batches``:
     likewise score only that many test batches (metrics then cover those rows only;
@@ -66,12 +72,15 @@ class HEVFLConfig(SplitNNConfig):
     precision_bits: int = 32
     insecure_small_keys_for_tests: bool = False
     workers: int | None = None
+    helper: bool = True
+    threads: int | None = 1
     max_steps: int | None = None
     max_eval_batches: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.interactive_config()  # validates the HE settings
+        check.positive_int(type(self).__name__, "threads", self.threads, optional=True)
         for name in ("max_steps", "max_eval_batches"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -82,7 +91,8 @@ class HEVFLConfig(SplitNNConfig):
             he=self.he, lr=self.interactive_lr, noise_scale=self.noise_scale,
             activation_bound=self.activation_bound, packed=self.packed, mask_bits=self.mask_bits,
             key_bits=self.key_bits, precision_bits=self.precision_bits,
-            insecure_small_keys_for_tests=self.insecure_small_keys_for_tests, workers=self.workers)
+            insecure_small_keys_for_tests=self.insecure_small_keys_for_tests, workers=self.workers,
+            helper=self.helper)
 
     def plain(self) -> SplitNNConfig:
         """The split-NN settings this run must match."""
@@ -134,6 +144,16 @@ def _active_model(transport: Transport, passive: str, n_features: int, config: H
                         _tensor(held["w_active"], device).requires_grad_(True),
                         _tensor(held["bias"], device).requires_grad_(True),
                         top_model(widths, config.seed, device), layer)
+
+
+def _limited_threads(role: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """Run a party role with ``config.threads`` torch and BLAS threads (see HEVFLConfig)."""
+    @functools.wraps(role)
+    def run(transport: Transport, **kwargs: Any) -> dict[str, Any]:
+        config = kwargs.get("config")
+        with intra_op_threads(config.threads if isinstance(config, HEVFLConfig) else None):
+            return role(transport, **kwargs)
+    return run
 
 
 def _check_active_inputs(passive: Any, table: PartyTable, config: Any) -> None:
@@ -204,6 +224,7 @@ class _ActiveRun:
         return np.concatenate(scores)
 
 
+@_limited_threads
 def he_vfl_active(transport: Transport, *, passive: str, table: PartyTable,
                   train_ids: Iterable[str], test_ids: Iterable[str], config: HEVFLConfig,
                   return_weights: bool = False) -> dict[str, Any]:
@@ -226,12 +247,15 @@ def he_vfl_active(transport: Transport, *, passive: str, table: PartyTable,
     y = np.asarray(table.labels)[rows].astype(np.float64)
     mark = time.perf_counter()
     model = _active_model(transport, passive, table.n_features, config, device)
-    run = _ActiveRun(transport, passive, config, model, position, x, y, device)
-    phases["setup"], mark = time.perf_counter() - mark, time.perf_counter()
-    epochs, steps = run.train(train)
-    phases["training"], mark = time.perf_counter() - mark, time.perf_counter()
-    scores = run.predict(test)
-    phases["inference"] = time.perf_counter() - mark
+    try:
+        run = _ActiveRun(transport, passive, config, model, position, x, y, device)
+        phases["setup"], mark = time.perf_counter() - mark, time.perf_counter()
+        epochs, steps = run.train(train)
+        phases["training"], mark = time.perf_counter() - mark, time.perf_counter()
+        scores = run.predict(test)
+        phases["inference"] = time.perf_counter() - mark
+    finally:
+        model.layer.close()
     total = config.total_steps(len(train))
     scored = test[:len(scores)]
     result = {"method": "he-vfl", "he": config.he,
@@ -268,6 +292,7 @@ def _positions(message: Any, size: int) -> tuple[str, np.ndarray]:
     return kind, rows.astype(np.int64)
 
 
+@_limited_threads
 def he_vfl_passive(transport: Transport, *, active: str, table: PartyTable, config: HEVFLConfig,
                    return_weights: bool = False) -> dict[str, Any]:
     """The passive party (features only): PSI, then whatever batches the active party asks for."""

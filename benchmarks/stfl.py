@@ -158,6 +158,22 @@ def merge_reports(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def seal_rotation_ms(count: int = 200) -> float:
+    """Milliseconds per SEAL slot rotation with the packed CKKS parameters: a probe of how fast
+    this machine is right now (the same 2-core VM has measured 1.05 to 1.4 ms on one day)."""
+    from tenseal import sealapi
+
+    from protocols.interactive.ckks_engine import PackedCKKSKey, PackedEvaluator
+
+    key = PackedCKKSKey.generate_packed()
+    evaluator = PackedEvaluator(key.public_context())
+    ct, out = evaluator.seal.zero(), sealapi.Ciphertext()
+    start = time.perf_counter()
+    for _ in range(count):
+        evaluator.seal.evaluator.rotate_vector(ct, 32, evaluator.seal.galois, out)
+    return (time.perf_counter() - start) / count * 1e3
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
@@ -165,7 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=["benchmarks.stfl", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = "stfl"
-    run_meta = {k: report[k] for k in ("date", "commit", "quick", "device", "settings", "command")}
+    report["seal_rotation_ms"] = round(seal_rotation_ms(), 3)
+    run_meta = {k: report[k] for k in ("date", "commit", "quick", "device", "settings", "command",
+                                       "seal_rotation_ms")}
     report["datasets"] = [{**run_dataset(name, cfg), "run": run_meta} for name in cfg.datasets]
     if cfg.merge:
         report = merge_reports(json.loads(cfg.json_path.read_text()), report)

@@ -27,8 +27,11 @@ precision relative to that bound (2^-32 of it for the default 16 bits).
 
 Cost (2-core development machine, one thread): at the breast sizes of HE-VFL (batch
 128, n = 100, m = 50) each product takes 2 input and 2 output ciphertexts, 28
-rotations (~1 ms each), 64 plaintext encodings (~0.3 ms) and 128 plaintext
-multiplications (~0.1 ms): about 65 ms, three products per training step.
+rotations (~1.05 ms each), 64 plaintext encodings (~0.28 ms, SEAL's FFT and NTTs),
+128 plaintext multiplications (~0.08 ms) and 2 fresh encryptions (~2.4 ms): about
+80 ms, three products per training step. ``product(groups=...)`` and :meth:`join`
+let two processes share one product (:mod:`protocols.interactive.ckks_helper`);
+``PackedEvaluator.zeros`` holds encryptions of zero made ahead of time.
 
 Caveats (as in :mod:`protocols.channels.masking`): CKKS masks hide statistically
 with ``mask_bits`` bits relative to a worst-case bound, and the decrypted noise is
@@ -48,7 +51,8 @@ from protocols.errors import CryptoError, EncodingOverflowError, InputError
 from protocols.he import CKKSPublicContext, CKKSSecretContext, make_config
 from protocols.interactive.packing import (Plan, diagonals, pack_input, pack_output,
                                            unpack_output)
-from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
+from protocols.interactive.sealwire import (blobs_fields, ciphertext_bytes, ciphertexts_fields,
+                                            ciphertexts_from_fields)
 
 PACKED_CKKS_OPTIONS: Mapping[str, Any] = {"poly_modulus_degree": 8192,
                                           "coeff_mod_bit_sizes": (60, 60, 60),
@@ -143,10 +147,22 @@ class _Seal:
         self.encoder.encode(np.asarray(values, dtype=np.complex128).tolist(), self.top, scale, plain)
         return plain
 
-    def encrypt(self, values: np.ndarray, scale: float) -> Any:
+    def zero(self) -> Any:
+        """A fresh public-key encryption of zero at the top level."""
         out = sealapi.Ciphertext()
-        self.encryptor.encrypt(self.encode(values, scale), out)
+        self.encryptor.encrypt_zero(self.top, out)
         return out
+
+    def encrypt(self, values: np.ndarray, scale: float, zero: Any = None) -> Any:
+        """Enc(values): SEAL's public-key encryption, or ``zero`` (an unused :meth:`zero`) plus
+        the plaintext, which is what SEAL's encryption computes."""
+        if zero is None:
+            out = sealapi.Ciphertext()
+            self.encryptor.encrypt(self.encode(values, scale), out)
+            return out
+        zero.scale = scale
+        self.evaluator.add_plain_inplace(zero, self.encode(values, scale))
+        return zero
 
 
 class PackedKeyOwner:
@@ -188,23 +204,42 @@ class PackedEvaluator:
             raise InputError(f"mask_bits must be an int in 1..40, got {mask_bits!r}")
         self.seal = _Seal(public)
         self.mask_bits = mask_bits
+        self.zeros: list[Any] = []  # spare fresh Enc(0), made ahead of time; each used once
 
     def load(self, fields: Mapping[str, Any], plan: Plan) -> list[Any]:
         return ciphertexts_from_fields(self.seal.public, fields, plan.n_inputs)
 
-    def product(self, cts: Sequence[Any], m: np.ndarray, plan: Plan) -> tuple[list[Any], int]:
-        """Output ciphertexts of ``X @ (M 2^k)`` (None where all zero) and the exponent k."""
+    def product(self, cts: Sequence[Any], m: np.ndarray, plan: Plan,
+                groups: range | None = None) -> tuple[list[Any], int]:
+        """Output ciphertexts of ``X @ (M 2^k)`` (None where all zero) and the exponent k.
+
+        ``groups``: only these giant groups (a range; default all), so that two processes
+        can share one product: the part of groups ``g0..`` is the product's sum over them
+        rotated by ``-g0`` giant steps, and :meth:`join` adds the parts up.
+        """
+        groups = range(plan.giant) if groups is None else groups
         peak = float(np.max(np.abs(m), initial=0.0))
         exponent = -math.frexp(peak)[1] if peak > 0 else 0
         diags = diagonals(np.ldexp(m, exponent), plan)
         scale = 2.0 ** PLAIN_SCALE_BITS
         plains = {key: self.seal.encode(diags[key], scale) for key in np.ndindex(diags.shape[:3])
-                  if np.any(diags[key])}
+                  if key[2] // plan.baby in groups and np.any(diags[key])}
         outs = []
         for block in range(plan.row_blocks):
             baby = [self._baby(cts[block * plan.chunks + q], plan) for q in range(plan.chunks)]
-            outs += [self._giant(baby, plains, o, plan) for o in range(plan.out_cts)]
+            outs += [self._giant(baby, plains, o, plan, groups) for o in range(plan.out_cts)]
         return outs, exponent
+
+    def join(self, outs: list[Any], parts: list[Any], plan: Plan, start: int) -> list[Any]:
+        """``outs`` (groups ``0..start-1``) plus ``parts`` (groups ``start..``, see :meth:`product`)."""
+        joined = []
+        for out, part in zip(outs, parts):
+            if part is not None:
+                part = self._rotate(part, start * plan.baby * plan.lanes)
+                if out is not None:
+                    self.seal.evaluator.add_inplace(part, out)
+            joined.append(out if part is None else part)
+        return joined
 
     def _rotate(self, ct: Any, steps: int) -> Any:
         out = sealapi.Ciphertext()
@@ -217,10 +252,10 @@ class PackedEvaluator:
             steps.append(self._rotate(steps[-1], plan.lanes))
         return steps
 
-    def _giant(self, baby: list[list[Any]], plains: dict, out: int, plan: Plan) -> Any:
+    def _giant(self, baby: list[list[Any]], plains: dict, out: int, plan: Plan, groups: range) -> Any:
         """Horner over giant groups: acc = inner_g + rot_s(acc), from the last group down."""
         acc = None
-        for g in reversed(range(plan.giant)):
+        for g in reversed(groups):
             inner = None
             for q in range(plan.chunks):
                 for t in range(plan.baby):
@@ -254,12 +289,25 @@ class PackedEvaluator:
     def masked(self, outs: list[Any], plan: Plan, exponent: int,
                x_bound: float) -> tuple[dict[str, Any], np.ndarray]:
         """Fields of Enc(Y + r) for the key owner, and r (rows x outputs) to remove later."""
+        cts, noise, unscale = self.masked_parts(outs, plan, exponent, x_bound)
+        return self.fields([ciphertext_bytes(ct) for ct in cts], unscale), unmask_values(noise, plan, exponent)
+
+    def masked_parts(self, outs: list[Any], plan: Plan, exponent: int,
+                     x_bound: float) -> tuple[list[Any], np.ndarray, int]:
+        """Enc(Y + r) ciphertexts of ``outs`` (any run of a product's outputs), their mask lanes r
+        (len(outs) x slots) and the ``unscale_bits`` every part of one product shares."""
         value_bound = x_bound * plan.contraction  # |M 2^k| <= 1
         radius = math.ldexp(value_bound, self.mask_bits)
-        shape = (plan.n_outputs, plan.slots)
+        shape = (len(outs), plan.slots)
         noise = os_uniform(radius, shape) + 1j * os_uniform(radius, shape)
-        fields = self._finish(outs, noise, value_bound + radius, exponent)
-        return fields, np.ldexp(unpack_output(noise, plan), -exponent)
+        cts, unscale = self._finish(outs, noise, value_bound + radius, exponent)
+        return cts, noise, unscale
+
+    def fields(self, blobs: Sequence[bytes], unscale: int) -> dict[str, Any]:
+        """Wire fields of serialised output ciphertexts (parts joined in output order)."""
+        fields = blobs_fields(self.seal.public, blobs, bound_exp=self.seal.decoded_bits)
+        fields["unscale_bits"] = int(unscale)
+        return fields
 
     def revealed(self, outs: list[Any], plan: Plan, exponent: int, x_bound: float,
                  plain: np.ndarray) -> dict[str, Any]:
@@ -273,12 +321,13 @@ class PackedEvaluator:
         outs = [None if ct is None else self._fold(ct, plan) for ct in outs]
         lanes = pack_output(scaled, plan).reshape(plan.n_outputs, plan.fold, -1)
         lanes[:] = lanes[:, :1]  # every copy holds the sum; the key owner adds them up
-        return self._finish(outs, lanes.reshape(plan.n_outputs, plan.slots), bound, exponent,
-                            copies=plan.fold)
+        cts, unscale = self._finish(outs, lanes.reshape(plan.n_outputs, plan.slots), bound, exponent,
+                                    copies=plan.fold)
+        return self.fields([ciphertext_bytes(ct) for ct in cts], unscale)
 
     def _finish(self, outs: list[Any], lanes: np.ndarray, bound: float, exponent: int,
-                copies: int = 1) -> dict[str, Any]:
-        """Add Enc(lanes) to each output and set the decoding scale.
+                copies: int = 1) -> tuple[list[Any], int]:
+        """Add Enc(lanes) to each output and set the decoding scale; the ciphertexts and ``t``.
 
         Decoded lanes are ``value / 2^(k + t) / copies`` (below the value limit); the
         key owner multiplies by ``2^t`` and adds the ``copies`` fold copies.
@@ -291,15 +340,18 @@ class PackedEvaluator:
         unscale = bound_exponent(bound) - exponent - self.seal.decoded_bits
         cts = []
         for out, add in zip(outs, lanes):
-            fresh = self.seal.encrypt(add, scale)
+            fresh = self.seal.encrypt(add, scale, self.zeros.pop() if self.zeros else None)
             if out is not None:
                 self.seal.evaluator.add_inplace(fresh, out)
             fresh.scale = math.ldexp(scale * copies, exponent + unscale)
             cts.append(fresh)
-        fields = ciphertexts_fields(self.seal.public, cts, bound_exp=self.seal.decoded_bits)
-        fields["unscale_bits"] = int(unscale)
-        return fields
+        return cts, unscale
+
+
+def unmask_values(noise: np.ndarray, plan: Plan, exponent: int) -> np.ndarray:
+    """The mask r (rows x outputs) that the mask lanes of a whole product add to Y."""
+    return np.ldexp(unpack_output(noise, plan), -exponent)
 
 
 __all__ = ["MASK_BITS", "PACKED_CKKS_OPTIONS", "PackedCKKSKey", "PackedEvaluator", "PackedKeyOwner",
-           "bound_exponent", "os_uniform"]
+           "bound_exponent", "os_uniform", "unmask_values"]

@@ -14,12 +14,18 @@ contracts the last axis only). :class:`PackedPassive` / :class:`PackedActive` (i
 :mod:`protocols.interactive.ckks_engine`) run the same products slot-packed with
 rotations, which is what makes CKKS fast; :func:`passive_engine` and
 :func:`active_engine` pick one.
+
+The key owner sends ``Enc(a)`` first and ``Enc(a.T)`` with ``Enc(E)`` in a second
+message (:meth:`PassiveEngine.encrypt_backward`), so that it encrypts them while the
+evaluator computes the forward product; the evaluator may start the input gradient
+in a helper process while it computes the weight gradient
+(:meth:`ActiveEngine.start_input_grad`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -29,8 +35,9 @@ from protocols.he import FixedPointArray, PublicContext, SecretContext
 from protocols.he.fixedpoint import encode_fixed
 from protocols.interactive import ckks_engine as packed
 from protocols.interactive.ckks_engine import bound_exponent
+from protocols.interactive.ckks_helper import EvaluatorHelper, input_bound, input_grad_fields
 from protocols.interactive.packing import Plan, make_plan
-from protocols.interactive.sealwire import prefixed, unprefixed
+from protocols.interactive.sealwire import ciphertext_from_bytes, prefixed, unprefixed
 
 
 class PassiveEngine(ABC):
@@ -40,16 +47,16 @@ class PassiveEngine(ABC):
         self.n_in, self.n_out, self.bound, self.rows = n_in, n_out, float(bound), 0
 
     @abstractmethod
-    def encrypt_input(self, a: np.ndarray, *, train: bool) -> dict[str, Any]:
-        """Enc(a) (and what the weight gradient needs when ``train``), codec-ready."""
+    def encrypt_input(self, a: np.ndarray) -> dict[str, Any]:
+        """Enc(a) for the forward product, codec-ready."""
+
+    @abstractmethod
+    def encrypt_backward(self, a: np.ndarray, noise: np.ndarray) -> dict[str, Any]:
+        """Enc(a.T) (prefix ``g``) for the weight gradient and Enc(E) (prefix ``e``) for the input gradient."""
 
     @abstractmethod
     def open_masked(self, fields: Mapping[str, Any], kind: str, minus: np.ndarray) -> dict[str, Any]:
         """Decrypt a masked product ("forward" or "weight") and subtract ``minus`` from it."""
-
-    @abstractmethod
-    def encrypt_noise(self, noise: np.ndarray) -> dict[str, Any]:
-        """Enc(E) for the input gradient of the current batch."""
 
     @abstractmethod
     def open_input_grad(self, fields: Mapping[str, Any]) -> np.ndarray:
@@ -68,8 +75,12 @@ class ActiveEngine(ABC):
         self.n_in, self.n_out, self.rows = n_in, n_out, 0
 
     @abstractmethod
-    def load_input(self, fields: Mapping[str, Any], *, rows: int, train: bool) -> None:
+    def load_input(self, fields: Mapping[str, Any], *, rows: int) -> None:
         """Take Enc(a) of a batch of ``rows`` rows."""
+
+    @abstractmethod
+    def load_backward(self, fields: Mapping[str, Any]) -> None:
+        """Take Enc(a.T) and Enc(E) of the loaded batch (a training step)."""
 
     @abstractmethod
     def forward(self, w: np.ndarray) -> tuple[dict[str, Any], Any]:
@@ -84,8 +95,16 @@ class ActiveEngine(ABC):
         """The key owner's reply minus the mask."""
 
     @abstractmethod
-    def input_grad(self, noise: Mapping[str, Any], dz: np.ndarray, w: np.ndarray) -> dict[str, Any]:
+    def input_grad(self, dz: np.ndarray, w: np.ndarray) -> dict[str, Any]:
         """Enc(dz @ w.T - dz @ E.T) fields (batch x n_in, transposed on the wire)."""
+
+    def start_input_grad(self, dz: np.ndarray, w: np.ndarray) -> Callable[[], dict[str, Any]]:
+        """Begin :meth:`input_grad`; the returned call gives its fields (here: computes them then)."""
+        dz, w = np.array(dz, copy=True), np.array(w, copy=True)
+        return lambda: self.input_grad(dz, w)
+
+    def close(self) -> None:
+        """Release helper processes (none here)."""
 
 
 def _check_shape(what: str, shape: tuple[int, ...], expected: tuple[int, ...]) -> None:
@@ -100,12 +119,14 @@ class GenericPassive(PassiveEngine):
         super().__init__(n_in, n_out, bound)
         self.secret, self.public = secret, secret.public_context()
 
-    def encrypt_input(self, a: np.ndarray, *, train: bool) -> dict[str, Any]:
+    def encrypt_input(self, a: np.ndarray) -> dict[str, Any]:
         self.rows = a.shape[0]
-        fields = prefixed("f", self.public.encrypt(a, bound=self.bound).to_fields())
-        if train:
-            fields.update(prefixed("g", self.public.encrypt(a.T, bound=self.bound).to_fields()))
-        return fields
+        return self.public.encrypt(a, bound=self.bound).to_fields()
+
+    def encrypt_backward(self, a: np.ndarray, noise: np.ndarray) -> dict[str, Any]:
+        bound = 2.0 ** bound_exponent(float(np.max(np.abs(noise), initial=0.0)))
+        return {**prefixed("g", self.public.encrypt(a.T, bound=self.bound).to_fields()),
+                **prefixed("e", self.public.encrypt(noise, bound=bound).to_fields())}
 
     def open_masked(self, fields: Mapping[str, Any], kind: str, minus: np.ndarray) -> dict[str, Any]:
         array = self.public.array_from_fields(fields)
@@ -115,10 +136,6 @@ class GenericPassive(PassiveEngine):
             values = raw.values - encode_fixed(minus, raw.scale_bits)
             return FixedPointArray(np.asarray(values, dtype=object), raw.scale_bits).to_fields()
         return {"values": np.asarray(raw, dtype=np.float64) - minus}
-
-    def encrypt_noise(self, noise: np.ndarray) -> dict[str, Any]:
-        bound = 2.0 ** bound_exponent(float(np.max(np.abs(noise), initial=0.0)))
-        return self.public.encrypt(noise, bound=bound).to_fields()
 
     def open_input_grad(self, fields: Mapping[str, Any]) -> np.ndarray:
         array = self.public.array_from_fields(fields)
@@ -134,14 +151,18 @@ class GenericActive(ActiveEngine):
         self.public = public
         self._a: Any = None
         self._a_t: Any = None
+        self._e: Any = None
 
-    def load_input(self, fields: Mapping[str, Any], *, rows: int, train: bool) -> None:
-        self.rows = rows
-        self._a = self.public.array_from_fields(unprefixed("f", fields))
+    def load_input(self, fields: Mapping[str, Any], *, rows: int) -> None:
+        self.rows, self._a_t, self._e = rows, None, None
+        self._a = self.public.array_from_fields(fields)
         _check_shape("Enc(a)", self._a.shape, (rows, self.n_in))
-        self._a_t = self.public.array_from_fields(unprefixed("g", fields)) if train else None
-        if train:
-            _check_shape("Enc(a.T)", self._a_t.shape, (self.n_in, rows))
+
+    def load_backward(self, fields: Mapping[str, Any]) -> None:
+        self._a_t = self.public.array_from_fields(unprefixed("g", fields))
+        _check_shape("Enc(a.T)", self._a_t.shape, (self.n_in, self.rows))
+        self._e = self.public.array_from_fields(unprefixed("e", fields))
+        _check_shape("Enc(E)", self._e.shape, (self.n_in, self.n_out))
 
     def _masked(self, product: Any) -> tuple[dict[str, Any], AdditiveMask]:
         mask = AdditiveMask.draw(self.public, like=product)
@@ -160,10 +181,10 @@ class GenericActive(ActiveEngine):
             return state.remove(FixedPointArray.from_fields(reply))
         return state.remove(reply["values"])
 
-    def input_grad(self, noise: Mapping[str, Any], dz: np.ndarray, w: np.ndarray) -> dict[str, Any]:
-        enc_e = self.public.array_from_fields(noise)
-        _check_shape("Enc(E)", enc_e.shape, (self.n_in, self.n_out))
-        out = (dz @ w.T).T - enc_e @ dz.T
+    def input_grad(self, dz: np.ndarray, w: np.ndarray) -> dict[str, Any]:
+        if self._e is None:
+            raise InputError("no training batch is loaded")
+        out = (dz @ w.T).T - self._e @ dz.T
         zeros = np.zeros(out.lane_shape, dtype=object if self.public.scheme == "paillier" else float)
         return (out + out.encrypt_lanes(zeros, 0)).to_fields()  # fresh randomness for the key owner
 
@@ -182,48 +203,48 @@ class PackedPassive(PassiveEngine):
                   "input": (self.n_in, self.n_out, self.rows)}
         return make_plan(self.slots, *shapes[kind])
 
-    def encrypt_input(self, a: np.ndarray, *, train: bool) -> dict[str, Any]:
+    def encrypt_input(self, a: np.ndarray) -> dict[str, Any]:
         self.rows = a.shape[0]
-        fields = prefixed("f", self.core.encrypt(a, self._plan("forward"), self.bound))
-        if train:
-            fields.update(prefixed("g", self.core.encrypt(a.T, self._plan("weight"), self.bound)))
-        return fields
+        return self.core.encrypt(a, self._plan("forward"), self.bound)
+
+    def encrypt_backward(self, a: np.ndarray, noise: np.ndarray) -> dict[str, Any]:
+        bound = 2.0 ** bound_exponent(float(np.max(np.abs(noise), initial=0.0)))
+        return {**prefixed("g", self.core.encrypt(a.T, self._plan("weight"), self.bound)),
+                **prefixed("e", self.core.encrypt(noise, self._plan("input"), bound))}
 
     def open_masked(self, fields: Mapping[str, Any], kind: str, minus: np.ndarray) -> dict[str, Any]:
         self._expect(kind)
         return {"values": self.core.decrypt(fields, self._plan(kind)) - minus}
-
-    def encrypt_noise(self, noise: np.ndarray) -> dict[str, Any]:
-        bound = 2.0 ** bound_exponent(float(np.max(np.abs(noise), initial=0.0)))
-        return self.core.encrypt(noise, self._plan("input"), bound)
 
     def open_input_grad(self, fields: Mapping[str, Any]) -> np.ndarray:
         return self.core.decrypt(fields, self._plan("input")).T
 
 
 class PackedActive(ActiveEngine):
-    """Evaluator with the packed CKKS layout."""
+    """Evaluator with the packed CKKS layout; ``helper``: input gradients in a helper process."""
 
     def __init__(self, public: PublicContext, n_in: int, n_out: int, *,
-                 mask_bits: int = packed.MASK_BITS) -> None:
+                 mask_bits: int = packed.MASK_BITS, helper: bool = False) -> None:
         super().__init__(n_in, n_out)
         self.core = packed.PackedEvaluator(public, mask_bits=mask_bits)  # type: ignore[arg-type]
         self.slots = self.core.seal.slots
+        self.helper = EvaluatorHelper(public, mask_bits=mask_bits) if helper else None  # type: ignore[arg-type]
         self._inputs: dict[str, tuple[list[Any], Plan, float]] = {}
+        self._noise: Mapping[str, Any] | None = None
+        self._forward: Mapping[str, Any] = {}
 
     def _load(self, fields: Mapping[str, Any], plan: Plan) -> tuple[list[Any], Plan, float]:
-        bound = fields.get("bound_exp")
-        if isinstance(bound, bool) or not isinstance(bound, int) or not 0 <= bound <= 64:
-            raise DecodeError("packed input lacks a valid bound_exp")
-        return self.core.load(fields, plan), plan, 2.0 ** bound
+        bound = input_bound(fields)
+        return self.core.load(fields, plan), plan, bound
 
-    def load_input(self, fields: Mapping[str, Any], *, rows: int, train: bool) -> None:
-        self.rows = rows
-        self._inputs = {"forward": self._load(unprefixed("f", fields),
-                                              make_plan(self.slots, rows, self.n_in, self.n_out))}
-        if train:
-            self._inputs["weight"] = self._load(unprefixed("g", fields),
-                                                make_plan(self.slots, self.n_in, rows, self.n_out))
+    def load_input(self, fields: Mapping[str, Any], *, rows: int) -> None:
+        self.rows, self._noise, self._forward = rows, None, fields
+        self._inputs = {"forward": self._load(fields, make_plan(self.slots, rows, self.n_in, self.n_out))}
+
+    def load_backward(self, fields: Mapping[str, Any]) -> None:
+        self._inputs["weight"] = self._load(unprefixed("g", fields),
+                                            make_plan(self.slots, self.n_in, self.rows, self.n_out))
+        self._noise = unprefixed("e", fields)  # loaded (and validated) where the product runs
 
     def _masked(self, kind: str, m: np.ndarray) -> tuple[dict[str, Any], Any]:
         if kind not in self._inputs:
@@ -233,7 +254,18 @@ class PackedActive(ActiveEngine):
         return self.core.masked(outs, plan, exponent, bound)
 
     def forward(self, w: np.ndarray) -> tuple[dict[str, Any], Any]:
-        return self._masked("forward", w)
+        cts, plan, bound = self._inputs["forward"]
+        if self.helper is None or plan.giant < 2:
+            return self._masked("forward", w)
+        half = plan.giant // 2  # the helper takes the second half of the giant groups
+        spare = max(0, 2 * plan.n_outputs - len(self.core.zeros))  # this product's and the weight's
+        pending = self.helper.partial(self._forward, w, plan, range(half, plan.giant), spare)
+        outs, exponent = self.core.product(cts, w, plan, range(half))
+        blobs, zeros = pending()
+        public = self.core.seal.public
+        parts = [None if blob is None else ciphertext_from_bytes(public, blob) for blob in blobs]
+        self.core.zeros += [ciphertext_from_bytes(public, blob) for blob in zeros]
+        return self.core.masked(self.core.join(outs, parts, plan, half), plan, exponent, bound)
 
     def weight_grad(self, dz: np.ndarray) -> tuple[dict[str, Any], Any]:
         return self._masked("weight", dz)
@@ -243,11 +275,22 @@ class PackedActive(ActiveEngine):
         _check_shape("masked reply", values.shape, state.shape)
         return values - state
 
-    def input_grad(self, noise: Mapping[str, Any], dz: np.ndarray, w: np.ndarray) -> dict[str, Any]:
-        plan = make_plan(self.slots, self.n_in, self.n_out, self.rows)
-        cts, _, bound = self._load(noise, plan)
-        outs, exponent = self.core.product(cts, -dz.T, plan)
-        return self.core.revealed(outs, plan, exponent, bound, (dz @ w.T).T)
+    def _noise_fields(self) -> Mapping[str, Any]:
+        if self._noise is None:
+            raise InputError("no training batch is loaded")
+        return self._noise
+
+    def input_grad(self, dz: np.ndarray, w: np.ndarray) -> dict[str, Any]:
+        return input_grad_fields(self.core, self._noise_fields(), dz, w)
+
+    def start_input_grad(self, dz: np.ndarray, w: np.ndarray) -> Callable[[], dict[str, Any]]:
+        if self.helper is None:
+            return super().start_input_grad(dz, w)
+        return self.helper.input_grad(self._noise_fields(), dz, w)
+
+    def close(self) -> None:
+        if self.helper is not None:
+            self.helper.close()
 
 
 def passive_engine(secret: SecretContext, n_in: int, n_out: int, bound: float) -> PassiveEngine:
@@ -258,10 +301,10 @@ def passive_engine(secret: SecretContext, n_in: int, n_out: int, bound: float) -
 
 
 def active_engine(public: PublicContext, n_in: int, n_out: int, *, packed_layout: bool,
-                  mask_bits: int = packed.MASK_BITS) -> ActiveEngine:
-    """The evaluator's engine matching the key owner's announcement."""
+                  mask_bits: int = packed.MASK_BITS, helper: bool = False) -> ActiveEngine:
+    """The evaluator's engine matching the key owner's announcement (``helper``: packed only)."""
     if packed_layout:
-        return PackedActive(public, n_in, n_out, mask_bits=mask_bits)
+        return PackedActive(public, n_in, n_out, mask_bits=mask_bits, helper=helper)
     return GenericActive(public, n_in, n_out)
 
 

@@ -13,21 +13,26 @@ layer computes ``z = a @ W`` for the active party. Messages per step
 
 Forward (Algorithm 1)
   P -> A  x:        [a]
+  P -> A  x_back:   [a.T], [eps_acc]                          (training steps; sent while A
+                                                               computes the forward product)
   A -> P  z_masked: [a @ W~ + eps_s]                          (fresh mask eps_s)
   P -> A  z_reply:  (a @ W~ + eps_s) - a @ eps_acc = z + eps_s
   A:      z = z_reply - eps_s
 Backward (Algorithm 2), given dz = dL/dz from the active party's top model
   A -> P  g_masked: [a.T @ dz + eps_s']                       (= [dL/dW + eps_s'])
-  P -> A  g_reply:  dL/dW + eps_s' - eps_w / lr,  [eps_acc]    (fresh eps_w; then
-                    eps_acc += eps_w)
   A -> P  da:       [dz @ W~.T - dz @ [eps_acc].T] = [dz @ W.T] = [dL/da]
+  P -> A  g_reply:  dL/dW + eps_s' - eps_w / lr               (fresh eps_w; then
+                                                               eps_acc += eps_w)
   A:      W~ -= lr * (dL/dW - eps_w / lr)          so W~ - eps_acc keeps the invariant and
                                                    W moves by exactly -lr * dL/dW
   P:      dL/da = Dec(da), for its bottom model
 
 Both gradients use the weights of the forward pass: ``dL/da`` is computed with the old
 ``W~`` and the old ``eps_acc`` (which is why P encrypts eps_acc before adding eps_w);
-the paper's listing is ambiguous about this order. The update is plain SGD with
+the paper's listing is ambiguous about this order. The order of the messages lets the
+parties overlap: P encrypts ``x_back`` while A computes the forward product, A computes
+``da`` (in a helper process with packed CKKS, ``InteractiveConfig.helper``) while it
+computes the weight gradient, and P opens ``g_masked`` while A finishes ``da``. The update is plain SGD with
 rate ``lr``: an Adam step needs the true gradient, which no party sees (A sees it
 only masked by eps_w / lr), so it cannot be applied under this masking. FATE does
 the same (its interactive layer is a numpy dense layer updated with
@@ -55,7 +60,6 @@ from protocols.interactive.ckks_engine import (MASK_BITS, PACKED_CKKS_OPTIONS, P
                                                os_uniform)
 from protocols.interactive.engines import (ActiveEngine, PassiveEngine, active_engine,
                                            passive_engine)
-from protocols.interactive.sealwire import prefixed, unprefixed
 from protocols.transport import Transport
 
 STAGE = "interactive"
@@ -80,7 +84,9 @@ class InteractiveConfig:
     Paillier; the default 1.0 keeps W~ small, which packed CKKS needs (its absolute
     error grows with max |W~|) and which keeps Paillier lanes within their slots.
     ``activation_bound``: public bound on |a| (encryption range). ``mask_bits``:
-    statistical hiding of packed CKKS masks. Paillier: ``key_bits``,
+    statistical hiding of packed CKKS masks. ``helper``: with packed CKKS the
+    evaluator computes each input gradient in a helper process of its own, beside the
+    weight gradient (a second core; SEAL keeps the GIL, so threads would not overlap). Paillier: ``key_bits``,
     ``precision_bits``, ``insecure_small_keys_for_tests`` (tests only).
     """
 
@@ -94,6 +100,7 @@ class InteractiveConfig:
     precision_bits: int = 32
     insecure_small_keys_for_tests: bool = False
     workers: int | None = None
+    helper: bool = True
 
     def __post_init__(self) -> None:
         if self.he not in SCHEMES:
@@ -101,7 +108,7 @@ class InteractiveConfig:
         _number("lr", self.lr, low=0.0)
         _number("noise_scale", self.noise_scale, low=0.0, strict=False)
         _number("activation_bound", self.activation_bound, low=0.0)
-        for name in ("packed", "insecure_small_keys_for_tests"):
+        for name in ("packed", "insecure_small_keys_for_tests", "helper"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"InteractiveConfig.{name} must be bool")
         if isinstance(self.mask_bits, bool) or not isinstance(self.mask_bits, int) \
@@ -178,7 +185,9 @@ class PassiveInteractive:
         a = np.asarray(a, dtype=np.float64)
         if a.ndim != 2 or a.shape[1] != self.n_in or a.shape[0] < 1:
             raise InputError(f"activations must have shape (rows, {self.n_in}), got {a.shape}")
-        self.t.send(self.active, self._tag(step, "x"), engine.encrypt_input(a, train=train))
+        self.t.send(self.active, self._tag(step, "x"), engine.encrypt_input(a))
+        if train:  # encrypted while the active party computes the forward product
+            self.t.send(self.active, self._tag(step, "x_back"), engine.encrypt_backward(a, self.noise))
         masked = self.t.recv(self.active, self._tag(step, "z_masked"))
         reply = engine.open_masked(masked.fields, "forward", a @ self.noise)
         self.t.send(self.active, self._tag(step, "z_reply"), reply)
@@ -189,10 +198,8 @@ class PassiveInteractive:
         masked = self.t.recv(self.active, self._tag(step, "g_masked"))
         eps_w = os_uniform(self.config.noise_scale, self.noise.shape)
         reply = engine.open_masked(masked.fields, "weight", eps_w / self.config.lr)
-        old = engine.encrypt_noise(self.noise)
         self.noise = self.noise + eps_w
-        self.t.send(self.active, self._tag(step, "g_reply"), {**prefixed("g", reply),
-                                                             **prefixed("e", old)})
+        self.t.send(self.active, self._tag(step, "g_reply"), reply)
         return engine.open_input_grad(self.t.recv(self.active, self._tag(step, "da")).fields)
 
 
@@ -226,7 +233,7 @@ class ActiveInteractive:
                 PACKED_CKKS_OPTIONS["coeff_mod_bit_sizes"], PACKED_CKKS_OPTIONS["scale_bits"]):
             raise ProtocolError("the packed CKKS context does not have the packed engine's parameters")
         self.engine = active_engine(public, n_in, self.n_out, packed_layout=packed,
-                                    mask_bits=self.config.mask_bits)
+                                    mask_bits=self.config.mask_bits, helper=self.config.helper)
         self.weight = _matrix("initial weight", init(n_in), (n_in, self.n_out)).copy()
         self.t.send(self.passive, self._tag(0, "ready"), n_out=self.n_out)
         return n_in
@@ -239,23 +246,28 @@ class ActiveInteractive:
     def forward(self, *, step: int, rows: int, train: bool) -> np.ndarray:
         """Algorithm 1: z = a @ W (rows x n_out) for the passive party's next batch."""
         engine = self._ready()
-        engine.load_input(self.t.recv(self.passive, self._tag(step, "x")).fields, rows=rows,
-                          train=train)
+        engine.load_input(self.t.recv(self.passive, self._tag(step, "x")).fields, rows=rows)
         fields, mask = engine.forward(self.weight)
         self.t.send(self.passive, self._tag(step, "z_masked"), fields)
+        if train:
+            engine.load_backward(self.t.recv(self.passive, self._tag(step, "x_back")).fields)
         return engine.unmask(mask, self.t.recv(self.passive, self._tag(step, "z_reply")).fields)
 
     def backward(self, dz: np.ndarray, *, step: int) -> None:
-        """Algorithm 2 with dz = dL/dz (rows x n_out): updates W~, sends [dL/da]."""
+        """Algorithm 2 with dz = dL/dz (rows x n_out): sends [dL/da], updates W~."""
         engine = self._ready()
         dz = _matrix("dz", dz, (engine.rows, self.n_out))
+        da = engine.start_input_grad(dz, self.weight)
         fields, mask = engine.weight_grad(dz)
         self.t.send(self.passive, self._tag(step, "g_masked"), fields)
-        reply = self.t.recv(self.passive, self._tag(step, "g_reply")).fields
-        grad = engine.unmask(mask, unprefixed("g", reply))  # dL/dW - eps_w / lr
-        da = engine.input_grad(unprefixed("e", reply), dz, self.weight)
-        self.weight = self.weight - self.config.lr * grad
-        self.t.send(self.passive, self._tag(step, "da"), da)
+        self.t.send(self.passive, self._tag(step, "da"), da())
+        grad = engine.unmask(mask, self.t.recv(self.passive, self._tag(step, "g_reply")).fields)
+        self.weight = self.weight - self.config.lr * grad  # grad = dL/dW - eps_w / lr
+
+    def close(self) -> None:
+        """Stop the engine's helper process, if any (the layer is unusable afterwards)."""
+        if self.engine is not None:
+            self.engine.close()
 
 
 __all__ = ["ActiveInteractive", "InteractiveConfig", "PassiveInteractive", "SCHEMES", "STAGE"]

@@ -52,6 +52,27 @@ def ciphertext_bytes(ciphertext: Any) -> bytes:
             os.remove(path)
 
 
+def ciphertext_from_bytes(public: CKKSPublicContext, blob: bytes) -> Any:
+    """A ciphertext of ``public``'s parameters from :func:`ciphertext_bytes` (SEAL checks it).
+
+    For the evaluator's own processes; what a peer sends travels as CKKSArray fields.
+    """
+    from tenseal import sealapi
+
+    path = os.path.join(_scratch_dir(), f"{os.getpid()}-{threading.get_ident()}.in.ct")
+    ciphertext = sealapi.Ciphertext()
+    try:
+        with open(path, "wb") as fh:
+            fh.write(blob)
+        ciphertext.load(public.tenseal_context.seal_context().data, path)
+    except (RuntimeError, ValueError) as err:
+        raise DecodeError("not a ciphertext of this context") from err
+    finally:
+        if os.path.exists(path):
+            os.remove(path)
+    return ciphertext
+
+
 def _varint(value: int) -> bytes:
     out = bytearray()
     while True:
@@ -80,8 +101,14 @@ def ciphertexts_fields(public: CKKSPublicContext, ciphertexts: Sequence[Any], *,
     """
     if not ciphertexts:
         raise InputError("need at least one ciphertext")
+    return blobs_fields(public, [ciphertext_bytes(ct) for ct in ciphertexts], bound_exp=bound_exp)
+
+
+def blobs_fields(public: CKKSPublicContext, blobs: Sequence[bytes], *, bound_exp: int) -> dict[str, Any]:
+    """:func:`ciphertexts_fields` of ciphertexts already serialised (:func:`ciphertext_bytes`)."""
+    if not blobs:
+        raise InputError("need at least one ciphertext")
     slots = public.config.slots
-    blobs = [ciphertext_bytes(ct) for ct in ciphertexts]
     return {"scheme": "ckks", "key_id": public.key_id, "shape": [slots, len(blobs)],
             "layout": "batched", "lane_count": slots, "level": 0, "bound_exp": int(bound_exp),
             "tensor": _tensor_proto(blobs, 2.0 ** public.config.scale_bits, slots)}
@@ -111,5 +138,5 @@ def unprefixed(prefix: str, fields: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ciphertext_bytes", "ciphertexts_fields", "ciphertexts_from_fields", "prefixed",
+__all__ = ["blobs_fields", "ciphertext_bytes", "ciphertext_from_bytes", "ciphertexts_fields", "ciphertexts_from_fields", "prefixed",
            "unprefixed"]

@@ -153,21 +153,8 @@ def _portable(exc: BaseException) -> BaseException:
     return ProtocolError(f"{cls.__name__}: {exc}\n{traceback.format_exc()}")
 
 
-def run_parties_torch(roles: Mapping[str, Any], *, kwargs: Mapping[str, Mapping[str, Any]],
-                      timeout: float, record: bool, port: int | None) -> Any:
-    """Run each role in its own process over gloo on localhost (see ``run_parties``)."""
-    from protocols.transport.runner import RunResult, _first_cause
-
-    parties = tuple(roles)
-    port = port or free_port()
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    procs = [ctx.Process(target=_child, name=f"party-{name}", daemon=True,
-                         args=(name, parties, roles[name], dict(kwargs.get(name, {})), port, timeout,
-                               record, results)) for name in parties]
-    start = time.perf_counter()
-    for proc in procs:
-        proc.start()
+def _collect(procs: list[Any], parties: tuple[str, ...], results: Any) -> dict[str, tuple]:
+    """Each party's (status, value, meter, log) from the queue; ProtocolError if one dies silently."""
     collected: dict[str, tuple] = {}
     while len(collected) < len(parties):
         try:
@@ -178,13 +165,36 @@ def run_parties_torch(roles: Mapping[str, Any], *, kwargs: Mapping[str, Mapping[
             if dead and results.empty():
                 time.sleep(0.5)
                 if results.empty():
-                    for proc in procs:
-                        proc.kill()
                     raise ProtocolError(f"party process {dead[0].name[6:]!r} exited with code"
                                         f" {dead[0].exitcode} without a result")
-    seconds = time.perf_counter() - start
-    for proc in procs:
-        proc.join(timeout=30)
+    return collected
+
+
+def run_parties_torch(roles: Mapping[str, Any], *, kwargs: Mapping[str, Mapping[str, Any]],
+                      timeout: float, record: bool, port: int | None) -> Any:
+    """Run each role in its own process over gloo on localhost (see ``run_parties``)."""
+    from protocols.transport.runner import RunResult, _first_cause
+
+    parties = tuple(roles)
+    port = port or free_port()
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    # not daemonic: a party may start helper processes of its own (the packed CKKS evaluator does)
+    procs = [ctx.Process(target=_child, name=f"party-{name}",
+                         args=(name, parties, roles[name], dict(kwargs.get(name, {})), port, timeout,
+                               record, results)) for name in parties]
+    start = time.perf_counter()
+    try:
+        for proc in procs:
+            proc.start()
+        collected = _collect(procs, parties, results)
+        seconds = time.perf_counter() - start
+        for proc in procs:
+            proc.join(timeout=30)
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
     failures = [(n, c[1]) for n, c in collected.items() if c[0] == "error"]
     if failures:
         raise _first_cause(failures)

@@ -9,9 +9,8 @@ epoch losses are collected on the device and read once at the end).
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -23,6 +22,7 @@ from securefl.models.scaling import Standardizer
 from securefl.models.vae import VAE
 from securefl.runtime import SeedPlan, binary_metrics, resolve_device
 from securefl.runtime import validation as check
+from securefl.runtime.threads import intra_op_threads
 
 Progress = Callable[[int, int], None]
 
@@ -64,20 +64,6 @@ class TrainConfig:
     def settings(self) -> dict[str, Any]:
         """The JSON-ready settings (everything but the progress callback)."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "progress"}
-
-
-@contextmanager
-def intra_op_threads(threads: int | None) -> Iterator[None]:
-    """Run the body with ``threads`` torch intra-op threads in this thread, then restore."""
-    if threads is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def device_generator(plan: SeedPlan, purpose: str, device: torch.device) -> torch.Generator:

@@ -3,7 +3,7 @@
 import pytest
 
 from benchmarks.stfl import merge_reports, summarize
-from benchmarks.stfl_report import provenance, table_one, table_three
+from benchmarks.stfl_report import provenance, speed_lines, table_one, table_three
 
 
 def _result(acc, seconds=1.0, mode=None):
@@ -12,9 +12,9 @@ def _result(acc, seconds=1.0, mode=None):
     return {**out, "mode": mode} if mode else out
 
 
-def _report(stfl_accuracy):
+def _report(stfl_accuracy, ckks_seconds=50.0):
     runs = {"stfl": [_result(stfl_accuracy), _result(stfl_accuracy)],
-            "he-vfl ckks": [_result(0.9, 50.0, "split-NN accuracy, time extrapolated")] * 2}
+            "he-vfl ckks": [_result(0.9, ckks_seconds, "split-NN accuracy, time extrapolated")] * 2}
     return {"datasets": [{"dataset": "breast", "runs": runs, "summary": summarize(runs)}]}
 
 
@@ -32,6 +32,14 @@ def test_stfl_verdict_follows_the_gap_to_the_paper():
 def test_extrapolated_cells_are_marked():
     assert "90.00 ± 0.00 †" in table_one(_report(0.93))
     assert "split-NN accuracy, time extrapolated" in table_three(_report(0.93))
+
+
+def test_speed_verdicts_compare_with_fates_seconds():
+    assert "31.6x faster than FATE's 1,737 s (target at least 50x faster than FATE's: **not met**)" in \
+        speed_lines(_report(0.93, ckks_seconds=55.0))
+    assert "50.0x faster than FATE's 1,737 s (target at least 50x faster than FATE's: met)" in \
+        speed_lines(_report(0.93, ckks_seconds=34.74))
+    assert "stfl on cancer: 1.0 s (target under 15 s end to end: met)" in speed_lines(_report(0.93))
 
 
 def _file(datasets, date, quick=False):

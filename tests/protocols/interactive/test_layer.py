@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -47,6 +49,26 @@ def test_several_steps_and_evaluation_packed_ckks() -> None:
                        atol=1e-6, rtol=0)
 
 
+def test_the_helper_process_gives_the_same_training_as_the_caller_alone() -> None:
+    # 100 inputs: 64 rows per ciphertext, so 130 rows split their forward product between
+    # the caller (1 row block) and the helper (2); 7 rows stay with the caller
+    rng = np.random.default_rng(6)
+    batches = make_batches(rng, n_in=100, n_out=4, rows=[130, 7, 130], train=[True, True, False])
+    w0 = rng.normal(size=(100, 4)) * 0.1
+    config = replace(CONFIGS["ckks"], helper=True, activation_bound=8.0, lr=0.05)
+    tol = 5e-6  # CKKS error of 100- and 130-term contractions; the caller alone gives the same
+
+    run = run_layer(config, batches, w0)
+    z, da, w = reference(batches, w0, config.lr)
+
+    for got, want in zip(run.results["active"]["outputs"], z):
+        assert np.allclose(got, want, atol=tol, rtol=0)
+    for got, want in zip(run.results["passive"]["grads"], da):
+        assert np.allclose(got, want, atol=tol, rtol=0)
+    assert np.allclose(run.results["active"]["masked_weight"] - run.results["passive"]["noise"], w,
+                       atol=tol, rtol=0)
+
+
 def test_without_noise_the_active_party_holds_the_true_weights() -> None:
     rng = np.random.default_rng(3)
     batches = make_batches(rng, n_in=4, n_out=2, rows=[5], train=[True])
@@ -63,7 +85,7 @@ def test_without_noise_the_active_party_holds_the_true_weights() -> None:
 @pytest.mark.parametrize("kwargs", [dict(he="rsa"), dict(lr=0.0), dict(lr=float("nan")),
                                     dict(noise_scale=-1.0), dict(activation_bound=0),
                                     dict(mask_bits=0), dict(mask_bits=41), dict(packed=1),
-                                    dict(lr=True)])
+                                    dict(lr=True), dict(helper=1)])
 def test_bad_config(kwargs: dict) -> None:
     with pytest.raises(InputError):
         InteractiveConfig(**kwargs)

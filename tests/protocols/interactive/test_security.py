@@ -73,4 +73,4 @@ def test_the_active_party_sees_activations_only_encrypted_or_masked(scheme: str)
             assert np.min(np.abs(values - z[tag.round - 1])) > 1e-3
     if CONFIGS[scheme].he == "paillier":
         assert not seen_floats
-    assert {m.tag.name for m in run.logs["active"]} == {"hello", "x", "z_reply", "g_reply"}
+    assert {m.tag.name for m in run.logs["active"]} == {"hello", "x", "x_back", "z_reply", "g_reply"}

@@ -1,0 +1,185 @@
+"""A helper process for the packed CKKS evaluator: a second core for its products.
+
+SEAL (through TenSEAL's ``sealapi``) keeps the GIL, so threads cannot overlap two
+packed products. :class:`EvaluatorHelper` is a process of the evaluator's own that
+takes two kinds of job:
+
+* the input gradient (``dz @ W~.T - dz @ Enc(E).T``), which needs nothing of the
+  weight gradient (``Enc(a.T) @ dz``): the caller computes the second meanwhile;
+* the second half of the giant groups of a product (the forward ``Enc(a) @ W~``): each
+  side encodes only its groups' plaintext diagonals (the costliest part), the helper
+  returns its partial sums, and the caller rotates them into place, adds its own and
+  masks the whole.
+
+While it waits for a job the helper makes fresh encryptions of zero (:data:`POOL`), for
+its own outputs and for the caller's, which it hands over with each partial product.
+
+The helper gets the public context once, then per job the key owner's fields as they
+arrived (bytes, validated in the helper exactly as in the caller) and the evaluator's
+own matrices. The pipe carries only what the evaluator's two processes pickled (bytes,
+arrays, ints, plans); nothing a peer sent is unpickled, and no secret key exists on this side.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import weakref
+from multiprocessing.connection import Connection
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from protocols.errors import DecodeError, ProtocolError, SecureFLError
+from protocols.he import CKKSPublicContext, load_public_context
+from protocols.interactive.ckks_engine import PackedEvaluator
+from protocols.interactive.packing import Plan, make_plan
+from protocols.interactive.sealwire import ciphertext_bytes
+
+
+POOL = 8
+"""Fresh encryptions of zero the helper keeps ready (made while it waits for a job): every
+output ciphertext needs one to re-randomise it, and SEAL's public-key encryption is the
+costliest step after the rotations (~2.4 ms), so the caller takes its own from here too."""
+
+_ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+"""The helper is one process for one core: spinning BLAS threads would take the caller's."""
+
+
+def input_bound(fields: Mapping[str, Any]) -> float:
+    """The public bound 2^bound_exp that packed input fields announce."""
+    bound = fields.get("bound_exp")
+    if isinstance(bound, bool) or not isinstance(bound, int) or not 0 <= bound <= 64:
+        raise DecodeError("packed input lacks a valid bound_exp")
+    return 2.0 ** bound
+
+
+def input_grad_fields(evaluator: PackedEvaluator, noise: Mapping[str, Any], dz: np.ndarray,
+                      w: np.ndarray) -> dict[str, Any]:
+    """Fields of Enc(dz @ w.T - dz @ E.T) (transposed: n_in x rows), re-randomised for the key owner."""
+    n_in, n_out = w.shape
+    plan = make_plan(evaluator.seal.slots, n_in, n_out, dz.shape[0])
+    cts = evaluator.load(noise, plan)
+    outs, exponent = evaluator.product(cts, -dz.T, plan)
+    return evaluator.revealed(outs, plan, exponent, input_bound(noise), (dz @ w.T).T)
+
+
+def partial_product(evaluator: PackedEvaluator, fields: Mapping[str, Any], m: np.ndarray, plan: Plan,
+                    groups: range, spare: int) -> tuple[list[bytes | None], list[bytes]]:
+    """Serialised outputs of ``X @ m`` over giant ``groups`` only (see ``PackedEvaluator.product``),
+    and up to ``spare`` fresh encryptions of zero from the helper's pool for the caller."""
+    outs, _ = evaluator.product(evaluator.load(fields, plan), m, plan, groups)
+    zeros = [evaluator.zeros.pop() for _ in range(min(spare, len(evaluator.zeros)))]
+    return [None if ct is None else ciphertext_bytes(ct) for ct in outs], [ciphertext_bytes(z) for z in zeros]
+
+
+_JOBS: dict[str, Callable[..., Any]] = {"input_grad": input_grad_fields, "partial": partial_product}
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """The exception itself if it is ours, else a ProtocolError with its text (it must unpickle)."""
+    return exc if isinstance(exc, SecureFLError) else ProtocolError(f"{type(exc).__name__}: {exc}")
+
+
+def serve(fd: int) -> None:
+    """The helper process's loop: a context first, then jobs until the pipe closes."""
+    conn = Connection(fd)
+    context, mask_bits = conn.recv()
+    evaluator = PackedEvaluator(load_public_context("ckks", context, workers=1), mask_bits=mask_bits)
+    while True:
+        if len(evaluator.zeros) < POOL and not conn.poll(0):
+            evaluator.zeros.append(evaluator.seal.zero())  # idle: make an Enc(0) for later
+            continue
+        try:
+            name, args = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(("ok", _JOBS[name](evaluator, *args)))
+        except Exception as exc:  # noqa: BLE001 - sent to the evaluator, which re-raises it
+            conn.send(("error", _portable(exc)))
+
+
+class EvaluatorHelper:
+    """One helper process running packed products for a CKKS evaluator.
+
+    The process is a fresh interpreter (``python -c``; never a fork, since the caller
+    may have threads inside SEAL, and not multiprocessing's spawn, which would re-run
+    a script without a ``__main__`` guard). It starts at construction and loads the
+    public context while the caller goes on; it runs one job at a time.
+    :meth:`close` (or garbage collection) stops it.
+    """
+
+    def __init__(self, public: CKKSPublicContext, *, mask_bits: int) -> None:
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, **_ONE_THREAD, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        code = "import sys; from protocols.interactive.ckks_helper import serve; serve(int(sys.argv[1]))"
+        with theirs:
+            self._process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno())],
+                                             pass_fds=[theirs.fileno()], env=env)
+        self._conn = Connection(ours.detach())
+        self._close = weakref.finalize(self, _stop, self._conn, self._process)
+        # the context (~20 MB with Galois keys) goes while the helper starts and the caller goes on
+        self._greeting = threading.Thread(target=_greet, args=(self._conn, public.serialize(), mask_bits),
+                                          name="ckks-helper-context", daemon=True)
+        self._greeting.start()
+        self._pending = False
+
+    def input_grad(self, noise: Mapping[str, Any], dz: np.ndarray,
+                   w: np.ndarray) -> Callable[[], dict[str, Any]]:
+        """Start :func:`input_grad_fields`; the returned call waits for its fields."""
+        return self._submit("input_grad", dict(noise), np.array(dz, dtype=np.float64),
+                            np.array(w, dtype=np.float64))
+
+    def partial(self, fields: Mapping[str, Any], m: np.ndarray, plan: Plan, groups: range,
+                spare: int = 0) -> Callable[[], tuple[list[bytes | None], list[bytes]]]:
+        """Start :func:`partial_product`; the returned call waits for its result."""
+        return self._submit("partial", dict(fields), np.array(m, dtype=np.float64), plan, groups, spare)
+
+    def _submit(self, name: str, *args: Any) -> Callable[[], Any]:
+        if self._pending:
+            raise ProtocolError("the helper is still busy with its previous job")
+        self._greeting.join()
+        try:
+            self._conn.send((name, args))
+        except OSError as err:
+            raise ProtocolError("the packed evaluator's helper process stopped") from err
+        self._pending = True
+        return self._result
+
+    def _result(self) -> Any:
+        try:
+            status, value = self._conn.recv()
+        except (EOFError, OSError) as err:
+            raise ProtocolError("the packed evaluator's helper process stopped") from err
+        finally:
+            self._pending = False
+        if status != "ok":
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Stop the helper process (idempotent)."""
+        self._close()
+
+
+def _greet(conn: Connection, context: bytes, mask_bits: int) -> None:
+    try:
+        conn.send((context, mask_bits))
+    except OSError:
+        pass  # the helper is gone; the first job reports it
+
+
+def _stop(conn: Connection, process: subprocess.Popen) -> None:
+    conn.close()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+__all__ = ["EvaluatorHelper", "input_bound", "input_grad_fields", "partial_product", "serve"]

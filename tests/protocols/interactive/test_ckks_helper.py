@@ -1,0 +1,92 @@
+"""The packed evaluator's helper process and its pieces, decrypted by the key owner."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from protocols.errors import DecodeError, ProtocolError
+from protocols.interactive.ckks_engine import PackedCKKSKey, PackedEvaluator, PackedKeyOwner
+from protocols.interactive.ckks_helper import EvaluatorHelper
+from protocols.interactive.packing import make_plan
+from protocols.interactive.sealwire import ciphertext_bytes, ciphertext_from_bytes
+
+
+@pytest.fixture(scope="module")
+def key() -> PackedCKKSKey:
+    return PackedCKKSKey.generate_packed()
+
+
+def _inputs(key: PackedCKKSKey, rows: int = 70, n: int = 100, m: int = 6):
+    rng = np.random.default_rng(0)
+    x, w = rng.uniform(-1, 1, size=(rows, n)), rng.normal(size=(n, m)) * 0.1
+    plan = make_plan(key.public_context().config.slots, rows, n, m)
+    return x, w, plan, PackedKeyOwner(key).encrypt(x, plan, 1.0)
+
+
+def test_an_encryption_from_a_spare_zero_decrypts_like_a_fresh_one(key: PackedCKKSKey) -> None:
+    evaluator = PackedEvaluator(key.public_context())
+    values = np.arange(8, dtype=np.complex128) - 3.5j
+    zero = evaluator.seal.zero()
+
+    ct = evaluator.seal.encrypt(values, 2.0 ** 40, zero)
+
+    assert np.allclose(key.decrypt_slots([ct])[0][:8] * 2.0 ** 40 / ct.scale, values, atol=1e-6)
+
+
+def test_partial_products_joined_equal_the_whole_product(key: PackedCKKSKey) -> None:
+    x, w, plan, fields = _inputs(key)
+    evaluator, owner = PackedEvaluator(key.public_context()), PackedKeyOwner(key)
+    cts = evaluator.load(fields, plan)
+    assert plan.giant >= 2
+    half = plan.giant // 2
+
+    first, exponent = evaluator.product(cts, w, plan, range(half))
+    second, _ = evaluator.product(cts, w, plan, range(half, plan.giant))
+    joined = evaluator.join(first, second, plan, half)
+    reply, mask = evaluator.masked(joined, plan, exponent, 1.0)
+
+    assert np.allclose(owner.decrypt(reply, plan) - mask, x @ w, atol=1e-6)
+
+
+def test_the_helper_shares_a_product_and_hands_over_spare_zeros(key: PackedCKKSKey) -> None:
+    x, w, plan, fields = _inputs(key)
+    evaluator, owner = PackedEvaluator(key.public_context()), PackedKeyOwner(key)
+    helper = EvaluatorHelper(key.public_context(), mask_bits=16)
+    try:
+        half = plan.giant // 2
+        pending = helper.partial(fields, w, plan, range(half, plan.giant), spare=3)
+        mine, exponent = evaluator.product(evaluator.load(fields, plan), w, plan, range(half))
+        blobs, zeros = pending()
+        theirs = [ciphertext_from_bytes(key.public_context(), b) for b in blobs]
+        evaluator.zeros = [ciphertext_from_bytes(key.public_context(), b) for b in zeros]
+        reply, mask = evaluator.masked(evaluator.join(mine, theirs, plan, half), plan, exponent, 1.0)
+    finally:
+        helper.close()
+
+    assert len(zeros) <= 3 and len(evaluator.zeros) == max(0, len(zeros) - plan.n_outputs)
+    assert np.allclose(owner.decrypt(reply, plan) - mask, x @ w, atol=1e-6)
+
+
+def test_helper_errors_reach_the_caller_as_ours_and_a_closed_helper_refuses_work(key: PackedCKKSKey) -> None:
+    _, w, plan, fields = _inputs(key)
+    helper = EvaluatorHelper(key.public_context(), mask_bits=16)
+    bad = {**fields, "key_id": "0" * 32}
+
+    with pytest.raises(DecodeError):
+        helper.partial(bad, w, plan, range(plan.giant))()
+    helper.close()
+    helper.close()
+    with pytest.raises(ProtocolError, match="stopped"):
+        helper.partial(fields, w, plan, range(plan.giant))()
+
+
+def test_serialised_ciphertexts_round_trip_and_garbage_is_refused(key: PackedCKKSKey) -> None:
+    evaluator = PackedEvaluator(key.public_context())
+    ct = evaluator.seal.zero()
+
+    again = ciphertext_from_bytes(key.public_context(), ciphertext_bytes(ct))
+
+    assert ciphertext_bytes(again) == ciphertext_bytes(ct)
+    with pytest.raises(DecodeError):
+        ciphertext_from_bytes(key.public_context(), b"not a ciphertext")
