@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from benchmarks.common import RESULTS_DIR, markdown_header, markdown_table, metadata, write_json, write_text
+from benchmarks.common import RESULTS_DIR, markdown_header, metadata, write_json, write_text
 
 DATASETS = ("breast", "default_credit", "give_credit")
 PAPER_NAMES = {"breast": "cancer", "default_credit": "payment", "give_credit": "credit"}

@@ -118,8 +118,13 @@ class EvaluatorHelper:
         env = {**os.environ, **_ONE_THREAD, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         code = "import sys; from protocols.interactive.ckks_helper import serve; serve(int(sys.argv[1]))"
         with theirs:
-            self._process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno())],
-                                             pass_fds=[theirs.fileno()], env=env)
+            try:
+                self._process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno())],
+                                                 pass_fds=[theirs.fileno()], env=env)
+            except OSError as err:
+                ours.close()
+                raise ProtocolError(f"cannot start the packed CKKS helper process ({err}); "
+                                    "run with helper=False") from err
         self._conn = Connection(ours.detach())
         self._close = weakref.finalize(self, _stop, self._conn, self._process)
         # the context (~20 MB with Galois keys) goes while the helper starts and the caller goes on
