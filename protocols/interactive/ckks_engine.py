@@ -51,8 +51,7 @@ from protocols.errors import CryptoError, EncodingOverflowError, InputError
 from protocols.he import CKKSPublicContext, CKKSSecretContext, make_config
 from protocols.interactive.packing import (Plan, diagonals, pack_input, pack_output,
                                            unpack_output)
-from protocols.interactive.sealwire import (blobs_fields, ciphertext_bytes, ciphertexts_fields,
-                                            ciphertexts_from_fields)
+from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
 
 PACKED_CKKS_OPTIONS: Mapping[str, Any] = {"poly_modulus_degree": 8192,
                                           "coeff_mod_bit_sizes": (60, 60, 60),
@@ -289,25 +288,12 @@ class PackedEvaluator:
     def masked(self, outs: list[Any], plan: Plan, exponent: int,
                x_bound: float) -> tuple[dict[str, Any], np.ndarray]:
         """Fields of Enc(Y + r) for the key owner, and r (rows x outputs) to remove later."""
-        cts, noise, unscale = self.masked_parts(outs, plan, exponent, x_bound)
-        return self.fields([ciphertext_bytes(ct) for ct in cts], unscale), unmask_values(noise, plan, exponent)
-
-    def masked_parts(self, outs: list[Any], plan: Plan, exponent: int,
-                     x_bound: float) -> tuple[list[Any], np.ndarray, int]:
-        """Enc(Y + r) ciphertexts of ``outs`` (any run of a product's outputs), their mask lanes r
-        (len(outs) x slots) and the ``unscale_bits`` every part of one product shares."""
         value_bound = x_bound * plan.contraction  # |M 2^k| <= 1
         radius = math.ldexp(value_bound, self.mask_bits)
-        shape = (len(outs), plan.slots)
+        shape = (plan.n_outputs, plan.slots)
         noise = os_uniform(radius, shape) + 1j * os_uniform(radius, shape)
-        cts, unscale = self._finish(outs, noise, value_bound + radius, exponent)
-        return cts, noise, unscale
-
-    def fields(self, blobs: Sequence[bytes], unscale: int) -> dict[str, Any]:
-        """Wire fields of serialised output ciphertexts (parts joined in output order)."""
-        fields = blobs_fields(self.seal.public, blobs, bound_exp=self.seal.decoded_bits)
-        fields["unscale_bits"] = int(unscale)
-        return fields
+        fields = self._finish(outs, noise, value_bound + radius, exponent)
+        return fields, np.ldexp(unpack_output(noise, plan), -exponent)
 
     def revealed(self, outs: list[Any], plan: Plan, exponent: int, x_bound: float,
                  plain: np.ndarray) -> dict[str, Any]:
@@ -321,13 +307,12 @@ class PackedEvaluator:
         outs = [None if ct is None else self._fold(ct, plan) for ct in outs]
         lanes = pack_output(scaled, plan).reshape(plan.n_outputs, plan.fold, -1)
         lanes[:] = lanes[:, :1]  # every copy holds the sum; the key owner adds them up
-        cts, unscale = self._finish(outs, lanes.reshape(plan.n_outputs, plan.slots), bound, exponent,
-                                    copies=plan.fold)
-        return self.fields([ciphertext_bytes(ct) for ct in cts], unscale)
+        return self._finish(outs, lanes.reshape(plan.n_outputs, plan.slots), bound, exponent,
+                            copies=plan.fold)
 
     def _finish(self, outs: list[Any], lanes: np.ndarray, bound: float, exponent: int,
-                copies: int = 1) -> tuple[list[Any], int]:
-        """Add Enc(lanes) to each output and set the decoding scale; the ciphertexts and ``t``.
+                copies: int = 1) -> dict[str, Any]:
+        """Add Enc(lanes) to each output (from a spare zero when there is one) and set the decoding scale.
 
         Decoded lanes are ``value / 2^(k + t) / copies`` (below the value limit); the
         key owner multiplies by ``2^t`` and adds the ``copies`` fold copies.
@@ -345,13 +330,10 @@ class PackedEvaluator:
                 self.seal.evaluator.add_inplace(fresh, out)
             fresh.scale = math.ldexp(scale * copies, exponent + unscale)
             cts.append(fresh)
-        return cts, unscale
-
-
-def unmask_values(noise: np.ndarray, plan: Plan, exponent: int) -> np.ndarray:
-    """The mask r (rows x outputs) that the mask lanes of a whole product add to Y."""
-    return np.ldexp(unpack_output(noise, plan), -exponent)
+        fields = ciphertexts_fields(self.seal.public, cts, bound_exp=self.seal.decoded_bits)
+        fields["unscale_bits"] = int(unscale)
+        return fields
 
 
 __all__ = ["MASK_BITS", "PACKED_CKKS_OPTIONS", "PackedCKKSKey", "PackedEvaluator", "PackedKeyOwner",
-           "bound_exponent", "os_uniform", "unmask_values"]
+           "bound_exponent", "os_uniform"]

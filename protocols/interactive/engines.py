@@ -221,7 +221,8 @@ class PackedPassive(PassiveEngine):
 
 
 class PackedActive(ActiveEngine):
-    """Evaluator with the packed CKKS layout; ``helper``: input gradients in a helper process."""
+    """Evaluator with the packed CKKS layout; ``helper``: a helper process takes half of each
+    forward product and every input gradient (:mod:`protocols.interactive.ckks_helper`)."""
 
     def __init__(self, public: PublicContext, n_in: int, n_out: int, *,
                  mask_bits: int = packed.MASK_BITS, helper: bool = False) -> None:
@@ -254,9 +255,9 @@ class PackedActive(ActiveEngine):
         return self.core.masked(outs, plan, exponent, bound)
 
     def forward(self, w: np.ndarray) -> tuple[dict[str, Any], Any]:
-        cts, plan, bound = self._inputs["forward"]
-        if self.helper is None or plan.giant < 2:
+        if self.helper is None or "forward" not in self._inputs or self._inputs["forward"][1].giant < 2:
             return self._masked("forward", w)
+        cts, plan, bound = self._inputs["forward"]
         half = plan.giant // 2  # the helper takes the second half of the giant groups
         spare = max(0, 2 * plan.n_outputs - len(self.core.zeros))  # this product's and the weight's
         pending = self.helper.partial(self._forward, w, plan, range(half, plan.giant), spare)

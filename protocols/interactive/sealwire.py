@@ -101,14 +101,8 @@ def ciphertexts_fields(public: CKKSPublicContext, ciphertexts: Sequence[Any], *,
     """
     if not ciphertexts:
         raise InputError("need at least one ciphertext")
-    return blobs_fields(public, [ciphertext_bytes(ct) for ct in ciphertexts], bound_exp=bound_exp)
-
-
-def blobs_fields(public: CKKSPublicContext, blobs: Sequence[bytes], *, bound_exp: int) -> dict[str, Any]:
-    """:func:`ciphertexts_fields` of ciphertexts already serialised (:func:`ciphertext_bytes`)."""
-    if not blobs:
-        raise InputError("need at least one ciphertext")
     slots = public.config.slots
+    blobs = [ciphertext_bytes(ct) for ct in ciphertexts]
     return {"scheme": "ckks", "key_id": public.key_id, "shape": [slots, len(blobs)],
             "layout": "batched", "lane_count": slots, "level": 0, "bound_exp": int(bound_exp),
             "tensor": _tensor_proto(blobs, 2.0 ** public.config.scale_bits, slots)}
@@ -138,5 +132,5 @@ def unprefixed(prefix: str, fields: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["blobs_fields", "ciphertext_bytes", "ciphertext_from_bytes", "ciphertexts_fields", "ciphertexts_from_fields", "prefixed",
-           "unprefixed"]
+__all__ = ["ciphertext_bytes", "ciphertext_from_bytes", "ciphertexts_fields", "ciphertexts_from_fields",
+           "prefixed", "unprefixed"]
