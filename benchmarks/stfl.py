@@ -163,7 +163,8 @@ def seal_rotation_ms(count: int = 200) -> float:
     this machine is right now (the same 2-core VM has measured 1.05 to 1.4 ms on one day)."""
     from tenseal import sealapi
 
-    from protocols.interactive.ckks_engine import PackedCKKSKey, PackedEvaluator
+    from protocols.interactive.ckks_engine import PackedCKKSKey
+    from protocols.interactive.ckks_evaluator import PackedEvaluator
 
     key = PackedCKKSKey.generate_packed()
     evaluator = PackedEvaluator(key.public_context())

@@ -29,9 +29,11 @@ Cost (2-core development machine, one thread): at the breast sizes of HE-VFL (ba
 128, n = 100, m = 50) each product takes 2 input and 2 output ciphertexts, 28
 rotations (~1.05 ms each), 64 plaintext encodings (~0.28 ms, SEAL's FFT and NTTs),
 128 plaintext multiplications (~0.08 ms) and 2 fresh encryptions (~2.4 ms): about
-80 ms, three products per training step. ``product(groups=...)`` and :meth:`join`
-let two processes share one product (:mod:`protocols.interactive.ckks_helper`);
-``PackedEvaluator.zeros`` holds encryptions of zero made ahead of time.
+80 ms, three products per training step. The evaluator's side is
+:mod:`protocols.interactive.ckks_evaluator`: ``PackedEvaluator.product(groups=...)``
+and ``join`` let two processes share one product
+(:mod:`protocols.interactive.ckks_helper`), ``plaintexts`` encodes a matrix's
+diagonals ahead of its input, and ``zeros`` holds encryptions of zero made ahead of time.
 
 Caveats (as in :mod:`protocols.channels.masking`): CKKS masks hide statistically
 with ``mask_bits`` bits relative to a worst-case bound, and the decrypted noise is
@@ -49,8 +51,7 @@ from tenseal import sealapi
 
 from protocols.errors import CryptoError, EncodingOverflowError, InputError
 from protocols.he import CKKSPublicContext, CKKSSecretContext, make_config
-from protocols.interactive.packing import (Plan, diagonals, pack_input, pack_output,
-                                           unpack_output)
+from protocols.interactive.packing import Plan, pack_input, unpack_output
 from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
 
 PACKED_CKKS_OPTIONS: Mapping[str, Any] = {"poly_modulus_degree": 8192,
@@ -122,7 +123,7 @@ class PackedCKKSKey(CKKSSecretContext):
         return values
 
 
-class _Seal:
+class SealHandles:
     """SEAL handles of one CKKS public context: encoder, evaluator, public-key encryptor."""
 
     def __init__(self, public: CKKSPublicContext) -> None:
@@ -172,7 +173,7 @@ class PackedKeyOwner:
             raise InputError("the packed CKKS engine needs a PackedCKKSKey "
                              "(PackedCKKSKey.generate_packed())")
         self.secret = secret
-        self.seal = _Seal(secret.public_context())
+        self.seal = SealHandles(secret.public_context())
 
     def encrypt(self, x: np.ndarray, plan: Plan, bound: float) -> dict[str, Any]:
         """Fields of Enc(X) in ``plan``'s input layout; ``|X| <= bound`` (public) is checked."""
@@ -193,147 +194,5 @@ class PackedKeyOwner:
         return unpack_output(self.secret.decrypt_slots(cts) * 2.0 ** unscale, plan)
 
 
-class PackedEvaluator:
-    """Evaluator's side: packed products with its plaintext matrices, then mask or reveal."""
-
-    def __init__(self, public: CKKSPublicContext, *, mask_bits: int = MASK_BITS) -> None:
-        if not isinstance(public, CKKSPublicContext) or not public.tenseal_context.has_galois_keys():
-            raise InputError("the packed engine needs a CKKS public context with Galois keys")
-        if isinstance(mask_bits, bool) or not isinstance(mask_bits, int) or not 1 <= mask_bits <= 40:
-            raise InputError(f"mask_bits must be an int in 1..40, got {mask_bits!r}")
-        self.seal = _Seal(public)
-        self.mask_bits = mask_bits
-        self.zeros: list[Any] = []  # spare fresh Enc(0), made ahead of time; each used once
-
-    def load(self, fields: Mapping[str, Any], plan: Plan) -> list[Any]:
-        return ciphertexts_from_fields(self.seal.public, fields, plan.n_inputs)
-
-    def product(self, cts: Sequence[Any], m: np.ndarray, plan: Plan,
-                groups: range | None = None) -> tuple[list[Any], int]:
-        """Output ciphertexts of ``X @ (M 2^k)`` (None where all zero) and the exponent k.
-
-        ``groups``: only these giant groups (a range; default all), so that two processes
-        can share one product: the part of groups ``g0..`` is the product's sum over them
-        rotated by ``-g0`` giant steps, and :meth:`join` adds the parts up.
-        """
-        groups = range(plan.giant) if groups is None else groups
-        peak = float(np.max(np.abs(m), initial=0.0))
-        exponent = -math.frexp(peak)[1] if peak > 0 else 0
-        diags = diagonals(np.ldexp(m, exponent), plan)
-        scale = 2.0 ** PLAIN_SCALE_BITS
-        plains = {key: self.seal.encode(diags[key], scale) for key in np.ndindex(diags.shape[:3])
-                  if key[2] // plan.baby in groups and np.any(diags[key])}
-        outs = []
-        for block in range(plan.row_blocks):
-            baby = [self._baby(cts[block * plan.chunks + q], plan) for q in range(plan.chunks)]
-            outs += [self._giant(baby, plains, o, plan, groups) for o in range(plan.out_cts)]
-        return outs, exponent
-
-    def join(self, outs: list[Any], parts: list[Any], plan: Plan, start: int) -> list[Any]:
-        """``outs`` (groups ``0..start-1``) plus ``parts`` (groups ``start..``, see :meth:`product`)."""
-        joined = []
-        for out, part in zip(outs, parts):
-            if part is not None:
-                part = self._rotate(part, start * plan.baby * plan.lanes)
-                if out is not None:
-                    self.seal.evaluator.add_inplace(part, out)
-            joined.append(out if part is None else part)
-        return joined
-
-    def _rotate(self, ct: Any, steps: int) -> Any:
-        out = sealapi.Ciphertext()
-        self.seal.evaluator.rotate_vector(ct, steps, self.seal.galois, out)
-        return out
-
-    def _baby(self, ct: Any, plan: Plan) -> list[Any]:
-        steps = [ct]
-        for _ in range(1, plan.baby):
-            steps.append(self._rotate(steps[-1], plan.lanes))
-        return steps
-
-    def _giant(self, baby: list[list[Any]], plains: dict, out: int, plan: Plan, groups: range) -> Any:
-        """Horner over giant groups: acc = inner_g + rot_s(acc), from the last group down."""
-        acc = None
-        for g in reversed(groups):
-            inner = None
-            for q in range(plan.chunks):
-                for t in range(plan.baby):
-                    plain = plains.get((q, out, g * plan.baby + t))
-                    if plain is not None:
-                        inner = self._accumulate(inner, baby[q][t], plain)
-            if acc is not None:
-                rotated = self._rotate(acc, plan.baby * plan.lanes)
-                if inner is not None:
-                    self.seal.evaluator.add_inplace(rotated, inner)
-                inner = rotated
-            acc = inner
-        return acc
-
-    def _accumulate(self, acc: Any, ct: Any, plain: Any) -> Any:
-        prod = sealapi.Ciphertext()
-        self.seal.evaluator.multiply_plain(ct, plain, prod)
-        if acc is None:
-            return prod
-        self.seal.evaluator.add_inplace(acc, prod)
-        return acc
-
-    def _fold(self, ct: Any, plan: Plan) -> Any:
-        """Make every fold copy the full sum: log2(fold) rotate-and-add steps."""
-        step = plan.diagonals * plan.lanes
-        while step < plan.slots:
-            self.seal.evaluator.add_inplace(ct, self._rotate(ct, step))
-            step *= 2
-        return ct
-
-    def masked(self, outs: list[Any], plan: Plan, exponent: int,
-               x_bound: float) -> tuple[dict[str, Any], np.ndarray]:
-        """Fields of Enc(Y + r) for the key owner, and r (rows x outputs) to remove later."""
-        value_bound = x_bound * plan.contraction  # |M 2^k| <= 1
-        radius = math.ldexp(value_bound, self.mask_bits)
-        shape = (plan.n_outputs, plan.slots)
-        noise = os_uniform(radius, shape) + 1j * os_uniform(radius, shape)
-        fields = self._finish(outs, noise, value_bound + radius, exponent)
-        return fields, np.ldexp(unpack_output(noise, plan), -exponent)
-
-    def revealed(self, outs: list[Any], plan: Plan, exponent: int, x_bound: float,
-                 plain: np.ndarray) -> dict[str, Any]:
-        """Fields of Enc(Y + plain) for the key owner to read.
-
-        Fold copies are summed here (rotations), not by the key owner: partial sums
-        over subsets of the contraction would tell it more than Y.
-        """
-        scaled = np.ldexp(np.asarray(plain, dtype=np.float64), exponent)
-        bound = x_bound * plan.contraction + float(np.max(np.abs(scaled), initial=0.0))
-        outs = [None if ct is None else self._fold(ct, plan) for ct in outs]
-        lanes = pack_output(scaled, plan).reshape(plan.n_outputs, plan.fold, -1)
-        lanes[:] = lanes[:, :1]  # every copy holds the sum; the key owner adds them up
-        return self._finish(outs, lanes.reshape(plan.n_outputs, plan.slots), bound, exponent,
-                            copies=plan.fold)
-
-    def _finish(self, outs: list[Any], lanes: np.ndarray, bound: float, exponent: int,
-                copies: int = 1) -> dict[str, Any]:
-        """Add Enc(lanes) to each output (from a spare zero when there is one) and set the decoding scale.
-
-        Decoded lanes are ``value / 2^(k + t) / copies`` (below the value limit); the
-        key owner multiplies by ``2^t`` and adds the ``copies`` fold copies.
-        """
-        if bound >= 2.0 ** self.seal.room_bits:
-            raise EncodingOverflowError(
-                f"packed CKKS values may reach {bound:.3g}, over the 2^{self.seal.room_bits} room "
-                "of the modulus; lower mask_bits or the public value bounds")
-        scale = 2.0 ** (self.seal.input_bits + PLAIN_SCALE_BITS)
-        unscale = bound_exponent(bound) - exponent - self.seal.decoded_bits
-        cts = []
-        for out, add in zip(outs, lanes):
-            fresh = self.seal.encrypt(add, scale, self.zeros.pop() if self.zeros else None)
-            if out is not None:
-                self.seal.evaluator.add_inplace(fresh, out)
-            fresh.scale = math.ldexp(scale * copies, exponent + unscale)
-            cts.append(fresh)
-        fields = ciphertexts_fields(self.seal.public, cts, bound_exp=self.seal.decoded_bits)
-        fields["unscale_bits"] = int(unscale)
-        return fields
-
-
-__all__ = ["MASK_BITS", "PACKED_CKKS_OPTIONS", "PackedCKKSKey", "PackedEvaluator", "PackedKeyOwner",
+__all__ = ["MASK_BITS", "PACKED_CKKS_OPTIONS", "PLAIN_SCALE_BITS", "PackedCKKSKey", "PackedKeyOwner",
            "bound_exponent", "os_uniform"]

@@ -2,14 +2,19 @@
 
 SEAL (through TenSEAL's ``sealapi``) keeps the GIL, so threads cannot overlap two
 packed products. :class:`EvaluatorHelper` is a process of the evaluator's own that
-takes two kinds of job:
+takes three kinds of job:
 
 * the input gradient (``dz @ W~.T - dz @ Enc(E).T``), which needs nothing of the
   weight gradient (``Enc(a.T) @ dz``): the caller computes the second meanwhile;
 * the second half of the giant groups of a product (the forward ``Enc(a) @ W~``): each
   side encodes only its groups' plaintext diagonals (the costliest part), the helper
   returns its partial sums, and the caller rotates them into place, adds its own and
-  masks the whole.
+  masks the whole;
+* preparing the next forward product: as soon as the caller has updated W~ it sends it,
+  and the helper encodes its groups' diagonals while the key owner decrypts, back-propagates
+  and encrypts the next batch, so that its part of the product is rotations and
+  multiplications only. The caller gets no reply; a version number ties the prepared
+  plaintexts to the matrix they encode.
 
 While it waits for a job the helper makes fresh encryptions of zero (:data:`POOL`), for
 its own outputs and for the caller's, which it hands over with each partial product.
@@ -28,6 +33,8 @@ import subprocess
 import sys
 import threading
 import weakref
+from collections import deque
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Mapping
 
@@ -35,7 +42,7 @@ import numpy as np
 
 from protocols.errors import DecodeError, ProtocolError, SecureFLError
 from protocols.he import CKKSPublicContext, load_public_context
-from protocols.interactive.ckks_engine import PackedEvaluator
+from protocols.interactive.ckks_evaluator import PackedEvaluator
 from protocols.interactive.packing import Plan, make_plan
 from protocols.interactive.sealwire import ciphertext_bytes
 
@@ -44,6 +51,10 @@ POOL = 8
 """Fresh encryptions of zero the helper keeps ready (made while it waits for a job): every
 output ciphertext needs one to re-randomise it, and SEAL's public-key encryption is the
 costliest step after the rotations (~2.4 ms), so the caller takes its own from here too."""
+
+SOCKET_BUFFER = 4 << 20
+"""Send buffer asked for on the pipe (the kernel may grant less): a job of ~1 MB then goes
+at once instead of waiting, in pieces, for the helper to finish an Enc(0) and read it."""
 
 _ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 """The helper is one process for one core: spinning BLAS threads would take the caller's."""
@@ -67,16 +78,40 @@ def input_grad_fields(evaluator: PackedEvaluator, noise: Mapping[str, Any], dz: 
     return evaluator.revealed(outs, plan, exponent, input_bound(noise), (dz @ w.T).T)
 
 
-def partial_product(evaluator: PackedEvaluator, fields: Mapping[str, Any], m: np.ndarray, plan: Plan,
-                    groups: range, spare: int) -> tuple[list[bytes | None], list[bytes]]:
+class _Evaluator(PackedEvaluator):
+    """The helper's evaluator, with the plaintexts of one forward matrix kept ready."""
+
+    prepared: tuple[Any, ...] | None = None  # (version, layout, groups, Prepared)
+
+
+def _layout(plan: Plan) -> Plan:
+    """What the plaintext diagonals depend on: the plan without its row count."""
+    return replace(plan, rows=1)
+
+
+def prepare_product(evaluator: _Evaluator, version: int, m: np.ndarray, plan: Plan, groups: range) -> None:
+    """Encode ``m``'s diagonals for ``groups`` now (idle time) and keep them as ``version``."""
+    evaluator.prepared = (version, _layout(plan), groups, evaluator.plaintexts(m, plan, groups))
+
+
+def partial_product(evaluator: _Evaluator, fields: Mapping[str, Any], m: np.ndarray, plan: Plan,
+                    groups: range, spare: int,
+                    version: int | None = None) -> tuple[list[bytes | None], list[bytes]]:
     """Serialised outputs of ``X @ m`` over giant ``groups`` only (see ``PackedEvaluator.product``),
-    and up to ``spare`` fresh encryptions of zero from the helper's pool for the caller."""
-    outs, _ = evaluator.product(evaluator.load(fields, plan), m, plan, groups)
+    and up to ``spare`` fresh encryptions of zero from the helper's pool for the caller.
+
+    ``version``: the caller's word that ``m`` is what it prepared under that number
+    (:func:`prepare_product`); the prepared plaintexts are used if layout and groups match too.
+    """
+    ready = evaluator.prepared
+    prepared = ready[3] if ready is not None and ready[:3] == (version, _layout(plan), groups) else None
+    outs, _ = evaluator.product(evaluator.load(fields, plan), m, plan, groups, prepared)
     zeros = [evaluator.zeros.pop() for _ in range(min(spare, len(evaluator.zeros)))]
     return [None if ct is None else ciphertext_bytes(ct) for ct in outs], [ciphertext_bytes(z) for z in zeros]
 
 
-_JOBS: dict[str, Callable[..., Any]] = {"input_grad": input_grad_fields, "partial": partial_product}
+_JOBS: dict[str, Callable[..., Any]] = {"input_grad": input_grad_fields, "partial": partial_product,
+                                        "prepare": prepare_product}
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -88,7 +123,7 @@ def serve(fd: int) -> None:
     """The helper process's loop: a context first, then jobs until the pipe closes."""
     conn = Connection(fd)
     context, mask_bits = conn.recv()
-    evaluator = PackedEvaluator(load_public_context("ckks", context, workers=1), mask_bits=mask_bits)
+    evaluator = _Evaluator(load_public_context("ckks", context, workers=1), mask_bits=mask_bits)
     while True:
         if len(evaluator.zeros) < POOL and not conn.poll(0):
             evaluator.zeros.append(evaluator.seal.zero())  # idle: make an Enc(0) for later
@@ -115,6 +150,8 @@ class EvaluatorHelper:
 
     def __init__(self, public: CKKSPublicContext, *, mask_bits: int) -> None:
         ours, theirs = socket.socketpair()
+        for end in (ours, theirs):  # a job or a reply (~1 MB) is queued at once, not in steps
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
         env = {**os.environ, **_ONE_THREAD, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         code = "import sys; from protocols.interactive.ckks_helper import serve; serve(int(sys.argv[1]))"
         with theirs:
@@ -131,7 +168,7 @@ class EvaluatorHelper:
         self._greeting = threading.Thread(target=_greet, args=(self._conn, public.serialize(), mask_bits),
                                           name="ckks-helper-context", daemon=True)
         self._greeting.start()
-        self._pending = False
+        self._replies: deque[str] = deque()  # what each reply still to come answers, in order
 
     def input_grad(self, noise: Mapping[str, Any], dz: np.ndarray,
                    w: np.ndarray) -> Callable[[], dict[str, Any]]:
@@ -140,31 +177,44 @@ class EvaluatorHelper:
                             np.array(w, dtype=np.float64))
 
     def partial(self, fields: Mapping[str, Any], m: np.ndarray, plan: Plan, groups: range,
-                spare: int = 0) -> Callable[[], tuple[list[bytes | None], list[bytes]]]:
+                spare: int = 0, version: int | None = None
+                ) -> Callable[[], tuple[list[bytes | None], list[bytes]]]:
         """Start :func:`partial_product`; the returned call waits for its result."""
-        return self._submit("partial", dict(fields), np.array(m, dtype=np.float64), plan, groups, spare)
+        return self._submit("partial", dict(fields), np.array(m, dtype=np.float64), plan, groups, spare,
+                            version)
+
+    def prepare(self, version: int, m: np.ndarray, plan: Plan, groups: range) -> None:
+        """Start :func:`prepare_product` and go on: its errors surface with the next result."""
+        self._send("prepare", version, np.array(m, dtype=np.float64), plan, groups)
+        self._replies.append("ack")
 
     def _submit(self, name: str, *args: Any) -> Callable[[], Any]:
-        if self._pending:
+        if "result" in self._replies:
             raise ProtocolError("the helper is still busy with its previous job")
+        self._send(name, *args)
+        self._replies.append("result")
+        return self._result
+
+    def _send(self, name: str, *args: Any) -> None:
         self._greeting.join()
         try:
             self._conn.send((name, args))
         except OSError as err:
             raise ProtocolError("the packed evaluator's helper process stopped") from err
-        self._pending = True
-        return self._result
 
     def _result(self) -> Any:
-        try:
-            status, value = self._conn.recv()
-        except (EOFError, OSError) as err:
-            raise ProtocolError("the packed evaluator's helper process stopped") from err
-        finally:
-            self._pending = False
-        if status != "ok":
-            raise value
-        return value
+        while self._replies:
+            kind = self._replies.popleft()
+            try:
+                status, value = self._conn.recv()
+            except (EOFError, OSError) as err:
+                self._replies.clear()
+                raise ProtocolError("the packed evaluator's helper process stopped") from err
+            if status != "ok":
+                raise value
+            if kind == "result":
+                return value
+        raise ProtocolError("no job is waiting for the helper")
 
     def close(self) -> None:
         """Stop the helper process (idempotent)."""
@@ -187,4 +237,5 @@ def _stop(conn: Connection, process: subprocess.Popen) -> None:
         process.wait()
 
 
-__all__ = ["EvaluatorHelper", "input_bound", "input_grad_fields", "partial_product", "serve"]
+__all__ = ["EvaluatorHelper", "input_bound", "input_grad_fields", "partial_product", "prepare_product",
+           "serve"]

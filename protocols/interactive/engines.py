@@ -35,6 +35,7 @@ from protocols.he import FixedPointArray, PublicContext, SecretContext
 from protocols.he.fixedpoint import encode_fixed
 from protocols.interactive import ckks_engine as packed
 from protocols.interactive.ckks_engine import bound_exponent
+from protocols.interactive.ckks_evaluator import PackedEvaluator
 from protocols.interactive.ckks_helper import EvaluatorHelper, input_bound, input_grad_fields
 from protocols.interactive.packing import Plan, make_plan
 from protocols.interactive.sealwire import ciphertext_from_bytes, prefixed, unprefixed
@@ -97,6 +98,9 @@ class ActiveEngine(ABC):
     @abstractmethod
     def input_grad(self, dz: np.ndarray, w: np.ndarray) -> dict[str, Any]:
         """Enc(dz @ w.T - dz @ E.T) fields (batch x n_in, transposed on the wire)."""
+
+    def prepare_forward(self, w: np.ndarray) -> None:
+        """Say that the next :meth:`forward` will likely take ``w`` (work may start now; here: none)."""
 
     def start_input_grad(self, dz: np.ndarray, w: np.ndarray) -> Callable[[], dict[str, Any]]:
         """Begin :meth:`input_grad`; the returned call gives its fields (here: computes them then)."""
@@ -220,6 +224,16 @@ class PackedPassive(PassiveEngine):
         return self.core.decrypt(fields, self._plan("input")).T
 
 
+HELPER_SHARE = 0.5
+"""Fraction of a forward product's giant groups that the helper process computes."""
+
+
+def split_groups(giant: int, share: float | None = None) -> int:
+    """The first giant group of the helper's part of a forward product (at least one each)."""
+    share = HELPER_SHARE if share is None else share
+    return min(giant - 1, max(1, round(giant * (1.0 - share))))
+
+
 class PackedActive(ActiveEngine):
     """Evaluator with the packed CKKS layout; ``helper``: a helper process takes half of each
     forward product and every input gradient (:mod:`protocols.interactive.ckks_helper`)."""
@@ -227,12 +241,13 @@ class PackedActive(ActiveEngine):
     def __init__(self, public: PublicContext, n_in: int, n_out: int, *,
                  mask_bits: int = packed.MASK_BITS, helper: bool = False) -> None:
         super().__init__(n_in, n_out)
-        self.core = packed.PackedEvaluator(public, mask_bits=mask_bits)  # type: ignore[arg-type]
+        self.core = PackedEvaluator(public, mask_bits=mask_bits)  # type: ignore[arg-type]
         self.slots = self.core.seal.slots
         self.helper = EvaluatorHelper(public, mask_bits=mask_bits) if helper else None  # type: ignore[arg-type]
         self._inputs: dict[str, tuple[list[Any], Plan, float]] = {}
         self._noise: Mapping[str, Any] | None = None
         self._forward: Mapping[str, Any] = {}
+        self._prepared: tuple[int, np.ndarray] | None = None  # (version, w) the helper encoded
 
     def _load(self, fields: Mapping[str, Any], plan: Plan) -> tuple[list[Any], Plan, float]:
         bound = input_bound(fields)
@@ -254,19 +269,29 @@ class PackedActive(ActiveEngine):
         outs, exponent = self.core.product(cts, m, plan)
         return self.core.masked(outs, plan, exponent, bound)
 
+    def prepare_forward(self, w: np.ndarray) -> None:
+        """Let the helper encode its part of ``w``'s diagonals while it would wait anyway."""
+        plan = make_plan(self.slots, 1, self.n_in, self.n_out)  # the diagonals do not depend on rows
+        if self.helper is None or plan.giant < 2:
+            return
+        version = 1 if self._prepared is None else self._prepared[0] + 1
+        self._prepared = (version, np.array(w, dtype=np.float64, copy=True))
+        self.helper.prepare(version, self._prepared[1], plan, range(split_groups(plan.giant), plan.giant))
+
     def forward(self, w: np.ndarray) -> tuple[dict[str, Any], Any]:
         if self.helper is None or "forward" not in self._inputs or self._inputs["forward"][1].giant < 2:
             return self._masked("forward", w)
         cts, plan, bound = self._inputs["forward"]
-        half = plan.giant // 2  # the helper takes the second half of the giant groups
+        start = split_groups(plan.giant)  # the helper takes the giant groups from here on
         spare = max(0, 2 * plan.n_outputs - len(self.core.zeros))  # this product's and the weight's
-        pending = self.helper.partial(self._forward, w, plan, range(half, plan.giant), spare)
-        outs, exponent = self.core.product(cts, w, plan, range(half))
+        version = self._prepared[0] if self._prepared and np.array_equal(self._prepared[1], w) else None
+        pending = self.helper.partial(self._forward, w, plan, range(start, plan.giant), spare, version)
+        outs, exponent = self.core.product(cts, w, plan, range(start))
         blobs, zeros = pending()
         public = self.core.seal.public
         parts = [None if blob is None else ciphertext_from_bytes(public, blob) for blob in blobs]
         self.core.zeros += [ciphertext_from_bytes(public, blob) for blob in zeros]
-        return self.core.masked(self.core.join(outs, parts, plan, half), plan, exponent, bound)
+        return self.core.masked(self.core.join(outs, parts, plan, start), plan, exponent, bound)
 
     def weight_grad(self, dz: np.ndarray) -> tuple[dict[str, Any], Any]:
         return self._masked("weight", dz)

@@ -235,6 +235,7 @@ class ActiveInteractive:
         self.engine = active_engine(public, n_in, self.n_out, packed_layout=packed,
                                     mask_bits=self.config.mask_bits, helper=self.config.helper)
         self.weight = _matrix("initial weight", init(n_in), (n_in, self.n_out)).copy()
+        self.engine.prepare_forward(self.weight)
         self.t.send(self.passive, self._tag(0, "ready"), n_out=self.n_out)
         return n_in
 
@@ -263,6 +264,7 @@ class ActiveInteractive:
         self.t.send(self.passive, self._tag(step, "da"), da())
         grad = engine.unmask(mask, self.t.recv(self.passive, self._tag(step, "g_reply")).fields)
         self.weight = self.weight - self.config.lr * grad  # grad = dL/dW - eps_w / lr
+        engine.prepare_forward(self.weight)
 
     def close(self) -> None:
         """Stop the engine's helper process, if any (the layer is unusable afterwards)."""

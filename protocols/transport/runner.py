@@ -8,10 +8,12 @@ same for both.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from protocols.codec import Message
 from protocols.errors import InputError, PeerFailedError
@@ -20,6 +22,8 @@ from protocols.transport.inprocess import InProcessNetwork
 
 Role = Callable[..., Any]
 BACKENDS = ("inprocess", "torch")
+SWITCH_INTERVAL = 0.0005
+"""GIL switch interval (seconds) while in-process parties run: see :func:`gil_handoff`."""
 
 
 @dataclass
@@ -84,16 +88,35 @@ def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, 
     start = time.perf_counter()
     threads = [threading.Thread(target=target, args=(name,), name=f"party-{name}", daemon=True)
                for name in roles]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with gil_handoff(SWITCH_INTERVAL):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     seconds = time.perf_counter() - start
     if failures:
         raise _first_cause(failures)
     return RunResult(results=results, seconds=seconds,
                      comm={name: t.meter.to_dict() for name, t in network.transports.items()},
                      logs={name: list(t.log) for name, t in network.transports.items()})
+
+
+@contextmanager
+def gil_handoff(interval: float) -> Iterator[None]:
+    """Run the body with CPython's GIL switch interval at most ``interval``, then restore it.
+
+    In-process parties are threads of one interpreter, and native libraries such as
+    TenSEAL keep the GIL through every call. A party that gave the GIL up (a message
+    wait, file I/O) gets it back only when the running thread is asked to drop it,
+    which CPython does after the switch interval: 5 ms by default, long enough that a
+    party's short steps between another party's HE calls would each wait that long.
+    """
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(min(before, interval))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
 
 
 def _first_cause(failures: list[tuple[str, BaseException]]) -> BaseException:

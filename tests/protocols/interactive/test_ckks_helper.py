@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from protocols.errors import DecodeError, ProtocolError
-from protocols.interactive.ckks_engine import PackedCKKSKey, PackedEvaluator, PackedKeyOwner
+from protocols.interactive.ckks_engine import PackedCKKSKey, PackedKeyOwner
+from protocols.interactive.ckks_evaluator import PackedEvaluator
 from protocols.interactive.ckks_helper import EvaluatorHelper
 from protocols.interactive.packing import make_plan
 from protocols.interactive.sealwire import ciphertext_bytes, ciphertext_from_bytes
@@ -66,6 +69,36 @@ def test_the_helper_shares_a_product_and_hands_over_spare_zeros(key: PackedCKKSK
 
     assert len(zeros) <= 3 and len(evaluator.zeros) == max(0, len(zeros) - plan.n_outputs)
     assert np.allclose(owner.decrypt(reply, plan) - mask, x @ w, atol=1e-6)
+
+
+def test_prepared_plaintexts_are_used_for_their_version_only(key: PackedCKKSKey) -> None:
+    x, w, plan, fields = _inputs(key)
+    other = w[::-1].copy()
+    evaluator, owner = PackedEvaluator(key.public_context()), PackedKeyOwner(key)
+    helper = EvaluatorHelper(key.public_context(), mask_bits=16)
+    groups = range(plan.giant)
+
+    def product(m: np.ndarray, version: int | None) -> np.ndarray:
+        blobs, _ = helper.partial(fields, m, plan, groups, version=version)()
+        outs = [ciphertext_from_bytes(key.public_context(), b) for b in blobs]
+        exponent = evaluator.plaintexts(m, plan, range(0))[1]
+        reply, mask = evaluator.masked(outs, plan, exponent, 1.0)
+        return owner.decrypt(reply, plan) - mask
+
+    try:
+        helper.prepare(7, w, replace(plan, rows=1), groups)  # encoded ahead, for any row count
+        same = product(w, 7)
+        stale = product(other, None)  # no version: the matrix sent is encoded afresh
+        trusted = product(other, 7)  # the version is the caller's word that the matrix is unchanged
+        helper.prepare(8, w, plan, range(1))  # other groups: not reused for all of them
+        regrouped = product(other, 8)
+    finally:
+        helper.close()
+
+    assert np.allclose(same, x @ w, atol=1e-6)
+    assert np.allclose(stale, x @ other, atol=1e-6)
+    assert np.allclose(trusted, x @ w, atol=1e-6)
+    assert np.allclose(regrouped, x @ other, atol=1e-6)
 
 
 def test_helper_errors_reach_the_caller_as_ours_and_a_closed_helper_refuses_work(key: PackedCKKSKey) -> None:

@@ -1,5 +1,6 @@
 """The in-process transport: tags, counting, the delivery log, timeouts and failures."""
 
+import sys
 import threading
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 from protocols.codec import Tag, encode
 from protocols.errors import InputError, PeerTimeoutError, TagMismatchError
 from protocols.transport import InProcessNetwork, run_parties
+from protocols.transport.runner import SWITCH_INTERVAL
 
 A, B = Tag(0, "stage", "a"), Tag(0, "stage", "b")
 
@@ -103,3 +105,15 @@ def test_a_failing_party_wakes_the_others_and_its_error_is_raised():
 def test_unknown_backend_is_refused():
     with pytest.raises(InputError, match="unknown transport backend"):
         run_parties({"a": lambda t: 0, "b": lambda t: 0}, backend="grpc")
+
+
+def test_parties_run_with_a_short_gil_switch_interval_which_is_restored_after():
+    def role(transport):
+        return sys.getswitchinterval()
+
+    before = sys.getswitchinterval()
+    run = run_parties({"p": role, "q": role})
+
+    assert before > SWITCH_INTERVAL
+    assert run.results == {"p": SWITCH_INTERVAL, "q": SWITCH_INTERVAL}
+    assert sys.getswitchinterval() == before

@@ -1,0 +1,182 @@
+"""The evaluator's side of the packed CKKS products: rotations, plaintext diagonals, masks.
+
+The parameters, the scales and the masking argument are those of
+:mod:`protocols.interactive.ckks_engine` (the key owner's side and the overview);
+the slot layout is :mod:`protocols.interactive.packing`'s.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from tenseal import sealapi
+
+from protocols.errors import EncodingOverflowError, InputError
+from protocols.he import CKKSPublicContext
+from protocols.interactive.ckks_engine import (MASK_BITS, PLAIN_SCALE_BITS, SealHandles, bound_exponent,
+                                               os_uniform)
+from protocols.interactive.packing import Plan, diagonals, pack_output, unpack_output
+from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
+
+Prepared = tuple[dict[tuple[int, int, int], Any], int]
+"""Encoded plaintext diagonals by (chunk, output ciphertext, diagonal), and their exponent k."""
+
+
+class PackedEvaluator:
+    """Evaluator's side: packed products with its plaintext matrices, then mask or reveal."""
+
+    def __init__(self, public: CKKSPublicContext, *, mask_bits: int = MASK_BITS) -> None:
+        if not isinstance(public, CKKSPublicContext) or not public.tenseal_context.has_galois_keys():
+            raise InputError("the packed engine needs a CKKS public context with Galois keys")
+        if isinstance(mask_bits, bool) or not isinstance(mask_bits, int) or not 1 <= mask_bits <= 40:
+            raise InputError(f"mask_bits must be an int in 1..40, got {mask_bits!r}")
+        self.seal = SealHandles(public)
+        self.mask_bits = mask_bits
+        self.zeros: list[Any] = []  # spare fresh Enc(0), made ahead of time; each used once
+
+    def load(self, fields: Mapping[str, Any], plan: Plan) -> list[Any]:
+        return ciphertexts_from_fields(self.seal.public, fields, plan.n_inputs)
+
+    def plaintexts(self, m: np.ndarray, plan: Plan, groups: range | None = None) -> Prepared:
+        """The encoded diagonals of ``M 2^k`` for giant ``groups`` (default all) and the exponent k.
+
+        Encoding is the costliest step after the rotations and needs only M, so a process
+        with idle time can do it before the encrypted input arrives (:meth:`product`'s
+        ``prepared``).
+        """
+        groups = range(plan.giant) if groups is None else groups
+        peak = float(np.max(np.abs(m), initial=0.0))
+        exponent = -math.frexp(peak)[1] if peak > 0 else 0
+        diags = diagonals(np.ldexp(m, exponent), plan)
+        scale = 2.0 ** PLAIN_SCALE_BITS
+        used = np.any(diags != 0, axis=-1)  # all-zero diagonals (padding) are skipped
+        plains = {key: self.seal.encode(diags[key], scale) for key in map(tuple, np.argwhere(used).tolist())
+                  if key[2] // plan.baby in groups}
+        return plains, exponent
+
+    def product(self, cts: Sequence[Any], m: np.ndarray, plan: Plan, groups: range | None = None,
+                prepared: Prepared | None = None) -> tuple[list[Any], int]:
+        """Output ciphertexts of ``X @ (M 2^k)`` (None where all zero) and the exponent k.
+
+        ``groups``: only these giant groups (a range; default all), so that two processes
+        can share one product: the part of groups ``g0..`` is the product's sum over them
+        rotated by ``-g0`` giant steps, and :meth:`join` adds the parts up. ``prepared``:
+        :meth:`plaintexts` of the same M, plan layout and groups, made ahead of time.
+        """
+        groups = range(plan.giant) if groups is None else groups
+        plains, exponent = self.plaintexts(m, plan, groups) if prepared is None else prepared
+        outs = []
+        for block in range(plan.row_blocks):
+            baby = [self._baby(cts[block * plan.chunks + q], plan) for q in range(plan.chunks)]
+            outs += [self._giant(baby, plains, o, plan, groups) for o in range(plan.out_cts)]
+        return outs, exponent
+
+    def join(self, outs: list[Any], parts: list[Any], plan: Plan, start: int) -> list[Any]:
+        """``outs`` (groups ``0..start-1``) plus ``parts`` (groups ``start..``, see :meth:`product`)."""
+        joined = []
+        for out, part in zip(outs, parts):
+            if part is not None:
+                part = self._rotate(part, start * plan.baby * plan.lanes)
+                if out is not None:
+                    self.seal.evaluator.add_inplace(part, out)
+            joined.append(out if part is None else part)
+        return joined
+
+    def _rotate(self, ct: Any, steps: int) -> Any:
+        out = sealapi.Ciphertext()
+        self.seal.evaluator.rotate_vector(ct, steps, self.seal.galois, out)
+        return out
+
+    def _baby(self, ct: Any, plan: Plan) -> list[Any]:
+        steps = [ct]
+        for _ in range(1, plan.baby):
+            steps.append(self._rotate(steps[-1], plan.lanes))
+        return steps
+
+    def _giant(self, baby: list[list[Any]], plains: dict, out: int, plan: Plan, groups: range) -> Any:
+        """Horner over giant groups: acc = inner_g + rot_s(acc), from the last group down."""
+        acc = None
+        for g in reversed(groups):
+            inner = None
+            for q in range(plan.chunks):
+                for t in range(plan.baby):
+                    plain = plains.get((q, out, g * plan.baby + t))
+                    if plain is not None:
+                        inner = self._accumulate(inner, baby[q][t], plain)
+            if acc is not None:
+                rotated = self._rotate(acc, plan.baby * plan.lanes)
+                if inner is not None:
+                    self.seal.evaluator.add_inplace(rotated, inner)
+                inner = rotated
+            acc = inner
+        return acc
+
+    def _accumulate(self, acc: Any, ct: Any, plain: Any) -> Any:
+        prod = sealapi.Ciphertext()
+        self.seal.evaluator.multiply_plain(ct, plain, prod)
+        if acc is None:
+            return prod
+        self.seal.evaluator.add_inplace(acc, prod)
+        return acc
+
+    def _fold(self, ct: Any, plan: Plan) -> Any:
+        """Make every fold copy the full sum: log2(fold) rotate-and-add steps."""
+        step = plan.diagonals * plan.lanes
+        while step < plan.slots:
+            self.seal.evaluator.add_inplace(ct, self._rotate(ct, step))
+            step *= 2
+        return ct
+
+    def masked(self, outs: list[Any], plan: Plan, exponent: int,
+               x_bound: float) -> tuple[dict[str, Any], np.ndarray]:
+        """Fields of Enc(Y + r) for the key owner, and r (rows x outputs) to remove later."""
+        value_bound = x_bound * plan.contraction  # |M 2^k| <= 1
+        radius = math.ldexp(value_bound, self.mask_bits)
+        shape = (plan.n_outputs, plan.slots)
+        noise = os_uniform(radius, shape) + 1j * os_uniform(radius, shape)
+        fields = self._finish(outs, noise, value_bound + radius, exponent)
+        return fields, np.ldexp(unpack_output(noise, plan), -exponent)
+
+    def revealed(self, outs: list[Any], plan: Plan, exponent: int, x_bound: float,
+                 plain: np.ndarray) -> dict[str, Any]:
+        """Fields of Enc(Y + plain) for the key owner to read.
+
+        Fold copies are summed here (rotations), not by the key owner: partial sums
+        over subsets of the contraction would tell it more than Y.
+        """
+        scaled = np.ldexp(np.asarray(plain, dtype=np.float64), exponent)
+        bound = x_bound * plan.contraction + float(np.max(np.abs(scaled), initial=0.0))
+        outs = [None if ct is None else self._fold(ct, plan) for ct in outs]
+        lanes = pack_output(scaled, plan).reshape(plan.n_outputs, plan.fold, -1)
+        lanes[:] = lanes[:, :1]  # every copy holds the sum; the key owner adds them up
+        return self._finish(outs, lanes.reshape(plan.n_outputs, plan.slots), bound, exponent,
+                            copies=plan.fold)
+
+    def _finish(self, outs: list[Any], lanes: np.ndarray, bound: float, exponent: int,
+                copies: int = 1) -> dict[str, Any]:
+        """Add Enc(lanes) to each output (from a spare zero when there is one) and set the decoding scale.
+
+        Decoded lanes are ``value / 2^(k + t) / copies`` (below the value limit); the
+        key owner multiplies by ``2^t`` and adds the ``copies`` fold copies.
+        """
+        if bound >= 2.0 ** self.seal.room_bits:
+            raise EncodingOverflowError(
+                f"packed CKKS values may reach {bound:.3g}, over the 2^{self.seal.room_bits} room "
+                "of the modulus; lower mask_bits or the public value bounds")
+        scale = 2.0 ** (self.seal.input_bits + PLAIN_SCALE_BITS)
+        unscale = bound_exponent(bound) - exponent - self.seal.decoded_bits
+        cts = []
+        for out, add in zip(outs, lanes):
+            fresh = self.seal.encrypt(add, scale, self.zeros.pop() if self.zeros else None)
+            if out is not None:
+                self.seal.evaluator.add_inplace(fresh, out)
+            fresh.scale = math.ldexp(scale * copies, exponent + unscale)
+            cts.append(fresh)
+        fields = ciphertexts_fields(self.seal.public, cts, bound_exp=self.seal.decoded_bits)
+        fields["unscale_bits"] = int(unscale)
+        return fields
+
+
+__all__ = ["PackedEvaluator", "Prepared"]
