@@ -107,10 +107,20 @@ def _methods(cfg: Config) -> list[tuple[str, bool, Callable[..., dict]]]:
     return rows
 
 
-def run_dataset(name: str, cfg: Config) -> dict[str, Any]:
-    from securefl.data import load_vertical, stfl_split
+def load_datasets(cfg: Config) -> dict[str, Any]:
+    """Every dataset asked for, loaded before any run: a missing file stops the benchmark at once."""
+    from protocols.errors import SecureFLError
+    from securefl.data import load_vertical
 
-    dataset = load_vertical(name, data_dir=cfg.data_dir)
+    try:
+        return {name: load_vertical(name, data_dir=cfg.data_dir) for name in cfg.datasets}
+    except SecureFLError as err:
+        raise SystemExit(f"python -m benchmarks.stfl: {err}") from None
+
+
+def run_dataset(name: str, dataset: Any, cfg: Config) -> dict[str, Any]:
+    from securefl.data import stfl_split
+
     runs: dict[str, list[dict]] = {}
     for seed in range(cfg.seeds):
         splits = {flag: stfl_split(dataset, seed=seed, all_data=flag) for flag in (False, True)}
@@ -177,6 +187,7 @@ def seal_rotation_ms(count: int = 200) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
+    datasets = load_datasets(cfg)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
                 if k not in ("json_path", "markdown_path", "data_dir", "merge")}
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
@@ -185,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["seal_rotation_ms"] = round(seal_rotation_ms(), 3)
     run_meta = {k: report[k] for k in ("date", "commit", "quick", "device", "settings", "command",
                                        "seal_rotation_ms")}
-    report["datasets"] = [{**run_dataset(name, cfg), "run": run_meta} for name in cfg.datasets]
+    report["datasets"] = [{**run_dataset(name, data, cfg), "run": run_meta} for name, data in datasets.items()]
     if cfg.merge:
         report = merge_reports(json.loads(cfg.json_path.read_text()), report)
     write_json(cfg.json_path, report)

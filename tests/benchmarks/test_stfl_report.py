@@ -2,6 +2,7 @@
 
 import pytest
 
+from benchmarks import stfl
 from benchmarks.stfl import merge_reports, summarize
 from benchmarks.stfl_report import provenance, speed_lines, table_one, table_three
 
@@ -64,3 +65,14 @@ def test_merge_keeps_old_datasets_with_their_own_run_and_replaces_rerun_ones():
 def test_merge_refuses_to_mix_quick_and_full_results():
     with pytest.raises(ValueError, match="quick"):
         merge_reports(_file(["breast"], "old", quick=True), _file(["give_credit"], "new"))
+
+
+def test_a_missing_data_folder_stops_the_benchmark_in_one_line_before_any_run(tmp_path, monkeypatch):
+    monkeypatch.delenv("SECUREFL_DATA", raising=False)
+    out = tmp_path / "stfl.json"
+
+    with pytest.raises(SystemExit) as stop:
+        stfl.main(["--datasets", "breast", "--json", str(out)])
+
+    assert "SECUREFL_DATA" in str(stop.value.code) and "\n" not in str(stop.value.code)
+    assert not out.exists()
