@@ -112,7 +112,10 @@ def to_markdown(report: dict[str, Any], header: str) -> str:
         table_one(report),
         "† HE-VFL accuracy from the plaintext split NN with the identical structure, initialisation and"
         " batch order (the protocol is tested to train to the same weights); its time is extrapolated"
-        " from steps timed through the protocol (training time per step x steps; inference time measured on"
+        " from steps timed through the protocol (training: for runs whose JSON gives `first_step_s`, the"
+        " first step, which also waits for one-off work such as the helper process loading the context,"
+        " once plus the other timed steps' mean for every later step; for older runs, the mean of all"
+        " timed steps x steps; inference time measured on"
         " the whole test set, or, for runs whose JSON gives `scored_rows`, on that many test rows and"
         " scaled to the whole set; bytes scaled the same"
         " way, which over-counts the one-off PSI and key setup). Unmarked cells ran fully through the"

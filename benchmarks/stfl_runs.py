@@ -3,8 +3,9 @@
 HE-VFL runs fully through the protocol when its training would take at most
 ``cfg.he_max_steps`` steps; otherwise its accuracy comes from the plaintext split NN
 with the identical structure, initialisation and batch order, and its time is
-extrapolated from ``cfg.he_timed_steps`` steps through the protocol (inference
-likewise from as many test batches). The result's ``mode`` says which
+extrapolated from ``cfg.he_timed_steps`` steps through the protocol, the first of
+them counted once (``baselines.he_vfl.project_training``); inference likewise from
+as many test batches. The result's ``mode`` says which
 ("measured" or "split-NN accuracy, time extrapolated").
 """
 
@@ -66,13 +67,13 @@ def _extrapolated_he_vfl(split: VerticalSplit, config: Any, steps: int, timed_st
     """Split-NN accuracy plus protocol time measured on ``timed_steps`` steps, scaled to ``steps``."""
     from dataclasses import replace
 
-    from baselines.he_vfl import run_he_vfl
+    from baselines.he_vfl import project_training, run_he_vfl
     from baselines.splitnn import train_splitnn
 
     plain = train_splitnn(split, config)
     timed = run_he_vfl(split, replace(config, max_steps=timed_steps, max_eval_batches=timed_steps))
-    per_step = timed["phases"]["training"] / timed_steps
-    phases = {**timed["phases"], "training": per_step * steps, "inference": timed["projected_inference_s"]}
+    training = project_training(timed["phases"]["training"], timed["first_step_s"], timed["steps"], steps)
+    phases = {**timed["phases"], "training": training, "inference": timed["projected_inference_s"]}
     scale = steps / timed_steps  # setup and PSI bytes are scaled too: an upper bound, said in the report
     return {**timed, "metrics": plain["metrics"], "mode": EXTRAPOLATED,
             "seconds": sum(phases.values()), "phases": phases,

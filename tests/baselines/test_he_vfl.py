@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from baselines.he_vfl import HEVFLConfig, he_vfl_active, he_vfl_passive, run_he_vfl
+from baselines.he_vfl import HEVFLConfig, he_vfl_active, he_vfl_passive, project_training, run_he_vfl
 from baselines.splitnn import train_splitnn
 from protocols.errors import InputError
 from protocols.transport import RunResult, run_parties
@@ -90,7 +90,9 @@ def test_max_steps_and_progress() -> None:
     per_epoch = -(-result["train_rows"] // 8)
     assert (result["steps"], result["total_steps"], result["epochs"]) == (3, 3 * per_epoch, 3 // per_epoch)
     assert seen == [(e, 3) for e in range(1, 3 // per_epoch + 1)]
-    assert result["projected_training_s"] == pytest.approx(per_epoch * result["phases"]["training"])
+    first, rest = result["first_step_s"], result["phases"]["training"] - result["first_step_s"]
+    assert 0 < first < result["phases"]["training"]
+    assert result["projected_training_s"] == pytest.approx(first + rest / 2 * (3 * per_epoch - 1))
     assert "progress" not in result["settings"]
 
 
@@ -158,3 +160,9 @@ def test_timing_runs_can_score_a_few_test_batches_and_project_the_rest():
     assert result["scored_rows"] == 4 < result["test_rows"]
     assert result["projected_inference_s"] == pytest.approx(
         result["phases"]["inference"] * result["test_rows"] / 4)
+
+
+def test_the_first_step_counts_once_in_a_projection() -> None:
+    assert project_training(10.0, 4.0, 4, 100) == pytest.approx(4.0 + 2.0 * 99)
+    assert project_training(10.0, 0.0, 4, 100) == pytest.approx(250.0)  # no first step recorded
+    assert project_training(3.0, 3.0, 1, 100) == pytest.approx(300.0)  # one step: nothing to separate
