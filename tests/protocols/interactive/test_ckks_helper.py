@@ -123,3 +123,27 @@ def test_serialised_ciphertexts_round_trip_and_garbage_is_refused(key: PackedCKK
     assert ciphertext_bytes(again) == ciphertext_bytes(ct)
     with pytest.raises(DecodeError):
         ciphertext_from_bytes(key.public_context(), b"not a ciphertext")
+
+
+def test_an_engine_forward_is_right_whether_or_not_its_matrix_was_prepared(key: PackedCKKSKey) -> None:
+    from protocols.interactive.engines import PackedActive, PackedPassive
+
+    rng = np.random.default_rng(2)
+    a, w1 = rng.uniform(-1, 1, size=(130, 100)), rng.normal(size=(100, 6)) * 0.1
+    w2 = w1 + rng.normal(size=w1.shape) * 0.01
+    passive = PackedPassive(key, 100, 6, 1.0)
+    active = PackedActive(key.public_context(), 100, 6, helper=True)
+    try:
+        active.prepare_forward(w1)
+        active.load_input(passive.encrypt_input(a), rows=130)
+        prepared = active.unmask(*_reply(passive, *active.forward(w1)))
+        stale = active.unmask(*_reply(passive, *active.forward(w2)))  # w changed since prepare_forward
+    finally:
+        active.close()
+
+    assert np.allclose(prepared, a @ w1, atol=1e-6)
+    assert np.allclose(stale, a @ w2, atol=1e-6)
+
+
+def _reply(passive, fields, mask):
+    return mask, passive.open_masked(fields, "forward", np.zeros(mask.shape))
