@@ -47,3 +47,38 @@ def test_merge_refuses_results_run_with_other_settings(tmp_path):
     # Act / Assert: nothing runs; the error names the dataset and the file
     with pytest.raises(SystemExit, match="gl_covertype settings in .*gl.json differ"):
         run_dataset("gl_covertype", [8], args, {}, previous)
+
+
+def test_render_only_recomputes_the_tables_from_the_runs_and_runs_nothing(tmp_path):
+    # Arrange: a result file whose stored Table 2 is stale (empty) but whose runs are there
+    import json
+
+    from benchmarks.gl import main
+
+    runs = [{"method": m, "seed": 0, "seconds": 1.0, "metrics": {"clients": {"cleveland": {
+        "auroc": a, "accuracy": 0.7, "balanced_accuracy": 0.7, "auprc": 0.6}}}}
+        for m, a in (("gl", 0.9), ("fedavg", 0.8), ("local", 0.7))]
+    result = {"settings": {}, "seeds": [0], "methods": ["gl", "fedavg", "local"],
+              "parameters": {"ours": {}, "paper": {}}, "run_seconds": {"gl": 1.0},
+              "aggregation_round_seconds": {}, "table2": [], "best_auroc": [], "runs": runs,
+              "runs_from": [{"date": "d", "commit": "c", "device": {}, "command": "x", "seeds": [0]}]}
+    path, markdown = tmp_path / "gl.json", tmp_path / "gl.md"
+    path.write_text(json.dumps({"date": "d", "commit": "c", "quick": False, "settings": {}, "command": "x",
+                                "device": {"device": "cpu", "cpu": "x", "cores": 2},
+                                "datasets": {"gl_heart": result}}))
+    # Act
+    code = main(["--render-only", "--json", str(path), "--markdown", str(markdown),
+                 "--reference", str(tmp_path / "no-reference")])
+    # Assert: tables derived again, the header says so, the runs are untouched
+    out = json.loads(path.read_text())
+    assert code == 0 and out["datasets"]["gl_heart"]["runs"] == runs
+    assert out["datasets"]["gl_heart"]["best_auroc"] == [
+        {"client": "cleveland", "metric": "auroc", "ours": "gl", "authors": None}]
+    assert "re-derived from the runs" in markdown.read_text() and out["rendered"]["date"]
+
+
+def test_render_only_without_a_file_stops_with_one_line(tmp_path):
+    from benchmarks.gl import main
+
+    with pytest.raises(SystemExit, match="gl.json does not exist"):
+        main(["--render-only", "--json", str(tmp_path / "gl.json")])

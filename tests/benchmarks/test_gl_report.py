@@ -48,3 +48,17 @@ def test_table2_compares_ours_with_the_authors_and_picks_the_best_method():
     assert gl_auroc["difference_points"] == pytest.approx(-2.0)
     assert "balanced accuracy ours" in markdown and "-2.00" in markdown
     assert best == [{"client": "cleveland", "metric": "auroc", "ours": "gl", "authors": "gl"}]
+
+
+def test_covertype_accuracy_is_our_balanced_accuracy_against_the_authors_macro_accuracy_row():
+    # Arrange: plain and balanced accuracy differ; the authors' "accuracy" row is macro-averaged
+    run = {"method": "gl", "metrics": {"clients": {"poudre": {
+        "auroc": 0.9, "accuracy": 0.80, "balanced_accuracy": 0.74, "auprc": 0.7}}}}
+    reference = {"gl": {"poudre": {"auroc": [0.89], "accuracy": [0.742], "recall": [0.81], "auprc": [0.72]}}}
+    # Act
+    markdown, records = table2("gl_covertype", collect([run]), reference)
+    # Assert: 74.0 vs 74.2 -> -0.20 points, and the column says which accuracy it is
+    acc = next(r for r in records if r["metric"] == "balanced_accuracy")
+    assert acc["authors_metric"] == "accuracy" and acc["difference_points"] == pytest.approx(-0.2)
+    assert "accuracy (macro) ours" in markdown
+    assert not any(r["metric"] == "accuracy" for r in records)
