@@ -364,6 +364,7 @@ def run_he_vfl(split: VerticalSplit, config: HEVFLConfig | None = None, *,
     result.update(dataset=split.dataset.name, seed=config.seed, device=config.device,
                   seconds=run.seconds, bytes=run.bytes,
                   bytes_per_party={name: comm["bytes_sent"] for name, comm in run.comm.items()},
+                  bytes_per_tag={name: comm["per_tag"] for name, comm in run.comm.items()},
                   settings=config.settings())
     return result
 

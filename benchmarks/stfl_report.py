@@ -117,9 +117,10 @@ def to_markdown(report: dict[str, Any], header: str) -> str:
         " once plus the other timed steps' mean for every later step; for older runs, the mean of all"
         " timed steps x steps; inference time measured on"
         " the whole test set, or, for runs whose JSON gives `scored_rows`, on that many test rows and"
-        " scaled to the whole set; bytes scaled the same"
-        " way, which over-counts the one-off PSI and key setup). Unmarked cells ran fully through the"
-        " protocol.",
+        " scaled to the whole set; bytes: for runs whose JSON gives `bytes_projection`, PSI and key setup"
+        " once, training-only messages x steps and per-batch messages x training and test batches; for"
+        " older runs all bytes x steps / timed steps, which over-counts the one-off PSI and key setup)."
+        " Unmarked cells ran fully through the protocol.",
         "",
         "## Table III: training wall time and bytes",
         "",

@@ -5,7 +5,7 @@ HE-VFL runs fully through the protocol when its training would take at most
 with the identical structure, initialisation and batch order, and its time is
 extrapolated from ``cfg.he_timed_steps`` steps through the protocol, the first of
 them counted once (``baselines.he_vfl.project_training``); inference likewise from
-as many test batches. The result's ``mode`` says which
+as many test batches; bytes per message kind (:func:`project_bytes`). The result's ``mode`` says which
 ("measured" or "split-NN accuracy, time extrapolated").
 """
 
@@ -74,9 +74,33 @@ def _extrapolated_he_vfl(split: VerticalSplit, config: Any, steps: int, timed_st
     timed = run_he_vfl(split, replace(config, max_steps=timed_steps, max_eval_batches=timed_steps))
     training = project_training(timed["phases"]["training"], timed["first_step_s"], timed["steps"], steps)
     phases = {**timed["phases"], "training": training, "inference": timed["projected_inference_s"]}
-    scale = steps / timed_steps  # setup and PSI bytes are scaled too: an upper bound, said in the report
+    batches = {"timed_steps": timed["steps"], "steps": steps,
+               "timed_batches": timed["steps"] + math.ceil(timed["scored_rows"] / config.batch_size),
+               "batches": steps + math.ceil(timed["test_rows"] / config.batch_size)}
+    per_party = {party: project_bytes(tags, **batches) for party, tags in timed["bytes_per_tag"].items()}
     return {**timed, "metrics": plain["metrics"], "mode": EXTRAPOLATED,
             "seconds": sum(phases.values()), "phases": phases,
-            "bytes": int(timed["bytes"] * scale),
-            "bytes_per_party": {k: int(v * scale) for k, v in timed.get("bytes_per_party", {}).items()},
+            "bytes": sum(per_party.values()), "bytes_per_party": per_party, "bytes_projection": "per message kind",
             "timed_steps": timed_steps, "total_steps": steps, "timed_seconds": timed["seconds"]}
+
+
+def project_bytes(per_tag: dict[str, dict[str, int]], *, timed_steps: int, steps: int, timed_batches: int,
+                  batches: int) -> int:
+    """Bytes one party would send in the full run, from its per-tag counts in a timed one.
+
+    PSI and the key setup go once; training-only messages (``TRAINING_MESSAGES``) scale
+    by ``steps / timed_steps``; every other message goes once per batch, training and
+    test alike, and scales by ``batches / timed_batches``.
+    """
+    from protocols.interactive import SETUP_MESSAGES, TRAINING_MESSAGES
+
+    total = 0.0
+    for key, count in per_tag.items():
+        stage, _, name = key.partition("/")
+        if stage == "psi" or name in SETUP_MESSAGES:
+            total += count["bytes"]
+        elif name in TRAINING_MESSAGES:
+            total += count["bytes"] * steps / timed_steps
+        else:
+            total += count["bytes"] * batches / timed_batches
+    return int(total)

@@ -12,14 +12,16 @@ The layer knows nothing of training loops.
 """
 
 from protocols.interactive.ckks_engine import PACKED_CKKS_OPTIONS, PackedCKKSKey
-from protocols.interactive.layer import (SCHEMES, STAGE, ActiveInteractive, InteractiveConfig,
-                                         PassiveInteractive)
+from protocols.interactive.layer import (SCHEMES, SETUP_MESSAGES, STAGE, TRAINING_MESSAGES,
+                                         ActiveInteractive, InteractiveConfig, PassiveInteractive)
 from protocols.interactive.packing import Plan, make_plan
 
 __all__ = [
     "PACKED_CKKS_OPTIONS",
     "SCHEMES",
+    "SETUP_MESSAGES",
     "STAGE",
+    "TRAINING_MESSAGES",
     "ActiveInteractive",
     "InteractiveConfig",
     "PackedCKKSKey",

@@ -64,6 +64,11 @@ from protocols.transport import Transport
 
 STAGE = "interactive"
 SCHEMES = ("paillier", "ckks")
+SETUP_MESSAGES = ("hello", "ready")
+"""Message names sent once per run (the passive party's public context; the reply)."""
+TRAINING_MESSAGES = ("x_back", "g_masked", "g_reply", "da")
+"""Message names sent once per training step only; the others (x, z_masked, z_reply) go
+once per batch, training and evaluation alike. For byte accounting and projections."""
 
 
 def _number(name: str, value: Any, *, low: float, strict: bool = True) -> None:
@@ -272,4 +277,5 @@ class ActiveInteractive:
             self.engine.close()
 
 
-__all__ = ["ActiveInteractive", "InteractiveConfig", "PassiveInteractive", "SCHEMES", "STAGE"]
+__all__ = ["ActiveInteractive", "InteractiveConfig", "PassiveInteractive", "SCHEMES", "SETUP_MESSAGES", "STAGE",
+           "TRAINING_MESSAGES"]

@@ -10,6 +10,7 @@ import pytest
 from baselines.he_vfl import HEVFLConfig, he_vfl_active, he_vfl_passive, project_training, run_he_vfl
 from baselines.splitnn import train_splitnn
 from protocols.errors import InputError
+from protocols.interactive import SETUP_MESSAGES, TRAINING_MESSAGES
 from protocols.transport import RunResult, run_parties
 from securefl.data import PartyTable, VerticalSplit
 
@@ -160,6 +161,12 @@ def test_timing_runs_can_score_a_few_test_batches_and_project_the_rest():
     assert result["scored_rows"] == 4 < result["test_rows"]
     assert result["projected_inference_s"] == pytest.approx(
         result["phases"]["inference"] * result["test_rows"] / 4)
+    # every message kind is one that the byte projection knows: once, per step or per batch
+    names = {key.partition("/")[2] for tags in result["bytes_per_tag"].values() for key in tags}
+    assert names <= {*SETUP_MESSAGES, *TRAINING_MESSAGES, "x", "z_masked", "z_reply", "batch", "singles",
+                     "doubles", "rows"}
+    assert {party: sum(t["bytes"] for t in tags.values())
+            for party, tags in result["bytes_per_tag"].items()} == result["bytes_per_party"]
 
 
 def test_the_first_step_counts_once_in_a_projection() -> None:

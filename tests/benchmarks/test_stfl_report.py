@@ -76,3 +76,15 @@ def test_a_missing_data_folder_stops_the_benchmark_in_one_line_before_any_run(tm
 
     assert "SECUREFL_DATA" in str(stop.value.code) and "\n" not in str(stop.value.code)
     assert not out.exists()
+
+
+def test_bytes_project_setup_once_training_messages_per_step_and_the_rest_per_batch():
+    from benchmarks.stfl_runs import project_bytes
+
+    # Arrange: 2 timed training steps and 1 test batch; the full run has 10 steps and 3 test batches
+    tags = {"psi/singles": {"bytes": 100, "messages": 1}, "interactive/hello": {"bytes": 1000, "messages": 1},
+            "interactive/x": {"bytes": 30, "messages": 3}, "interactive/x_back": {"bytes": 20, "messages": 2}}
+    # Act
+    projected = project_bytes(tags, timed_steps=2, steps=10, timed_batches=3, batches=13)
+    # Assert: 100 + 1000 once, 30 x 13/3 per batch, 20 x 10/2 per step
+    assert projected == 100 + 1000 + 130 + 100
