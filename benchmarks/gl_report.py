@@ -35,7 +35,8 @@ multiclass data that equals micro (and weighted) recall, yet their "accuracy" an
 "recall" rows differ on every client (Poudre GL 74.2 against 81.0). It behaves as the
 macro mean of per-class recall (what torchmetrics' multiclass accuracy computes by
 default): our balanced accuracy is within 2.2 points of it for GL and Local on all four
-clients, our plain accuracy 4.5 to 8.6 points off. Plain accuracy stays in the runs."""
+clients, while our plain accuracy is from 4.5 points under to 8.6 over it. Plain
+accuracy stays in the runs."""
 PAPER_PARAMETERS = {"gl_covertype": {"total (Comanche)": 915_954, "federated": 717_640},
                     "gl_heart": {"total (Cleveland)": 448_339, "federated": 298_688}}
 
