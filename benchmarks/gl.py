@@ -2,7 +2,7 @@
 
     python -m benchmarks.gl [--quick] [--device cuda] [--datasets gl_covertype,gl_heart]
                             [--cover-seeds N] [--heart-seeds N] [--workers 2] --json FILE [--markdown FILE] [--merge]
-                            [--render-only]
+                            [--restart] [--render-only]
 
 Runs GL, FedAvg (padded) and Local on both experiments and Centralized on covertype,
 each seed of the paper's list (covertype 8-28, heart 0-100; the first N when fewer
@@ -16,6 +16,8 @@ Centralized on the pooled validation file (pooled test file missing).
 ``--merge`` keeps the seeds already in the JSON file (same settings required), runs only
 the missing ones and keeps the other datasets, so a long covertype sweep can be run in
 chunks: each dataset lists the date, commit and machine load of every chunk (``runs_from``).
+``--merge --restart`` starts the named datasets over (after a settings change) and keeps
+the others; ``--render-only`` rebuilds the tables from the stored runs.
 """
 
 from __future__ import annotations
@@ -212,6 +214,9 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
         out += [f"\n## {name} — seeds {res['seeds'][0]}..{res['seeds'][-1]} (n={len(res['seeds'])})\n",
                 "Mean ± std [95% CI half-width] in %, ours vs the authors' released per-seed results;"
                 " Δ = ours − authors (points).\n", res["markdown"]]
+        bn = "averaged with the federated layers" if res["settings"].get("federate_bn_stats", True) else (
+            "kept by each client (only parameters are federated)")
+        out.append(f"\nBatch-norm running statistics: {bn}.\n")
         if name == "gl_covertype":
             out.append("\nComanche and Rawah: evaluated on their validation files (test files missing here);"
                        " the authors used test files. Centralized: pooled validation file (pooled test missing)."
@@ -251,6 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, default=RESULTS_DIR / "gl.md")
     parser.add_argument("--merge", action="store_true",
                         help="keep the seeds already in --json and run only the missing ones (same settings)")
+    parser.add_argument("--restart", action="store_true",
+                        help="with --merge: the datasets named in --datasets start over (their stored runs are "
+                             "dropped, e.g. after a settings change); the others are kept")
     parser.add_argument("--render-only", action="store_true",
                         help="recompute Table 2 from the runs in --json and rewrite it and --markdown; run nothing")
     args = parser.parse_args(argv)
@@ -262,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown dataset {unknown[0]!r}; choose from {', '.join(PAPER_SEEDS)}")
     if args.merge and not args.json.exists():
         parser.error(f"--merge: {args.json} does not exist")
+    if args.restart and not args.merge:
+        parser.error("--restart needs --merge (without --merge every dataset starts over anyway)")
     old = json.loads(args.json.read_text()) if args.merge else None
     if old is not None and old.get("quick") != args.quick:
         parser.error("--merge: cannot mix a --quick result with a full one")
@@ -273,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in PAPER_SEEDS:
         if name in names:
             seeds = PAPER_SEEDS[name][:seed_count(name, args)]
-            results[name] = run_dataset(name, seeds, args, run_meta, previous.get(name))
+            results[name] = run_dataset(name, seeds, args, run_meta, None if args.restart else previous.get(name))
             print(f"{name}: {len(results[name]['runs'])} runs", flush=True)
         elif name in previous:
             results[name] = rederive(name, previous[name], args.reference)

@@ -53,6 +53,11 @@ class GLConfig:
     ``aggregate``: "epoch" (default, the authors' code) or "batch" (Algorithm 1).
     ``shape`` holds the model widths (:func:`~securefl.models.tabular.paper_widths`).
     ``threads``: torch intra-op threads per client while it trains (None: leave as is).
+    ``federate_bn_stats``: also average the batch-norm running statistics of the federated
+    layers. Off by default: only parameters are federated (omega, as the paper defines
+    it), so each client normalises with its own statistics. Averaged statistics made
+    FedAvg collapse on covertype's Poudre (4% macro accuracy on seed 8 against 73% with
+    them local, the authors' 72.7%), since the areas' feature distributions differ.
     """
 
     epochs: int = 105
@@ -66,6 +71,7 @@ class GLConfig:
     device: str = "cpu"
     threads: int | None = 1
     secure: bool = True
+    federate_bn_stats: bool = False
     stage_timeout: float = 3600.0
     progress: Progress | None = field(default=None, compare=False, repr=False)
 
@@ -84,6 +90,7 @@ class GLConfig:
         check.device(owner, self.device)
         check.positive_int(owner, "threads", self.threads, optional=True)
         check.flag(owner, "secure", self.secure)
+        check.flag(owner, "federate_bn_stats", self.federate_bn_stats)
         check.number_in(owner, "stage_timeout", self.stage_timeout, 0.0, 1e6, open_low=True)
         check.callback(owner, "progress", self.progress)
 
@@ -148,9 +155,12 @@ def probabilities(model: GLModel, x: torch.Tensor, chunk: int = 8192) -> np.ndar
     return probs.cpu().numpy().astype(np.float64)
 
 
-def federated_tensors(model: GLModel, scope: str) -> list[torch.Tensor]:
-    """What ``scope`` federates: GL's omega, FedAvg's whole model, or nothing (Local)."""
-    return {"global": model.global_tensors, "all": model.all_tensors, "none": list}[scope]()
+def federated_tensors(model: GLModel, scope: str, *, bn_stats: bool = False) -> list[torch.Tensor]:
+    """What ``scope`` federates: GL's omega, FedAvg's whole model, or nothing (Local); with
+    ``bn_stats`` the batch-norm running statistics of those layers too."""
+    if scope == "none":
+        return []
+    return (model.global_tensors if scope == "global" else model.all_tensors)(bn_stats=bn_stats)
 
 
 def aggregate(transport: Transport, tensors: list[torch.Tensor], config: GLConfig, rnd: int) -> None:
@@ -171,7 +181,7 @@ def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig
     device = resolve_device(config.device)
     with intra_op_threads(config.threads):
         model = build_model(data, config, n_classes=n_classes).to(device)
-        shared = federated_tensors(model, scope)
+        shared = federated_tensors(model, scope, bn_stats=config.federate_bn_stats)
         opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         gen = SeedPlan(config.seed).torch(f"batches:{data.name}")
         x, y = as_tensor(data.x_train, device), as_tensor(data.y_train, device, torch.int64)

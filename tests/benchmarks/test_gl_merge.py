@@ -82,3 +82,10 @@ def test_render_only_without_a_file_stops_with_one_line(tmp_path):
 
     with pytest.raises(SystemExit, match="gl.json does not exist"):
         main(["--render-only", "--json", str(tmp_path / "gl.json")])
+
+
+def test_restart_without_merge_is_refused(tmp_path):
+    from benchmarks.gl import main
+
+    with pytest.raises(SystemExit):
+        main(["--restart", "--json", str(tmp_path / "gl.json")])

@@ -119,7 +119,23 @@ def test_bad_clients_are_one_line_input_errors(clients, message):
 
 
 @pytest.mark.parametrize("field, value", [("epochs", 0), ("eta", 1.5), ("aggregate", "round"), ("lr", -1.0),
-                                          ("device", "tpu"), ("secure", 1)])
+                                          ("device", "tpu"), ("secure", 1),
+                                          ("federate_bn_stats", "no")])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(InputError, match=f"GLConfig.{field}"):
         GLConfig(**{field: value})
+
+
+def test_only_parameters_are_federated_unless_batch_norm_statistics_are_asked_for():
+    # Arrange: one round of GL (omega holds batch-norm layers)
+    config = replace(CONFIG, epochs=1)
+    # Act
+    params_only = run_federated(CLIENTS, config, scope="global")
+    with_stats = run_federated(CLIENTS, replace(config, federate_bn_stats=True), scope="global")
+    # Assert: the running means and variances (two per batch-norm feature) travel only when asked
+    # for, and either way every client ends with the same federated values
+    extra = with_stats["clients"][0]["federated"] - params_only["clients"][0]["federated"]
+    assert extra > 0 and extra % 2 == 0
+    for out in (params_only, with_stats):
+        values = [c["federated_values"] for c in out["clients"]]
+        assert all(np.array_equal(values[0], v) for v in values[1:])
