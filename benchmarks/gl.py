@@ -183,6 +183,9 @@ def render_only(args: argparse.Namespace) -> int:
 def upgrade(old: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """``old``'s datasets, each with a ``runs_from`` list (files written before ``--merge`` get their header)."""
     header = {k: old.get(k) for k in ("date", "commit", "device", "command")}
+    for res in old["datasets"].values():  # written before the setting existed: statistics were averaged
+        if isinstance(res.get("settings"), dict):
+            res["settings"].setdefault("federate_bn_stats", True)
     return {name: {**res, "runs_from": res.get("runs_from") or [{**header, "seeds": res["seeds"],
                                                                    "seconds": res.get("seconds")}]}
             for name, res in old["datasets"].items()}

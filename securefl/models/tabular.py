@@ -162,11 +162,11 @@ class GLModel(nn.Module):
         ids = {id(p) for p in self.global_parameters()}
         return [p for p in self.parameters() if id(p) not in ids]
 
-    def global_tensors(self, *, bn_stats: bool = False) -> list[torch.Tensor]:
+    def global_tensors(self, *, bn_stats: bool = True) -> list[torch.Tensor]:
         """What GL averages: omega, and with ``bn_stats`` the batch-norm running statistics of those layers."""
         return [*self.global_parameters(), *(_float_buffers(self.global_modules()) if bn_stats else [])]
 
-    def all_tensors(self, *, bn_stats: bool = False) -> list[torch.Tensor]:
+    def all_tensors(self, *, bn_stats: bool = True) -> list[torch.Tensor]:
         """What FedAvg averages: every parameter, and with ``bn_stats`` every batch-norm running statistic."""
         return [*self.parameters(), *(_float_buffers([self]) if bn_stats else [])]
 

@@ -89,3 +89,8 @@ def test_restart_without_merge_is_refused(tmp_path):
 
     with pytest.raises(SystemExit):
         main(["--restart", "--json", str(tmp_path / "gl.json")])
+
+
+def test_upgrade_records_that_older_runs_averaged_batch_norm_statistics():
+    old = {"datasets": {"gl_heart": {"seeds": [0], "runs": [], "settings": {"epochs": 10}}}}
+    assert upgrade(old)["gl_heart"]["settings"] == {"epochs": 10, "federate_bn_stats": True}

@@ -126,14 +126,14 @@ def test_bad_config_names_the_field(field, value):
         GLConfig(**{field: value})
 
 
-def test_only_parameters_are_federated_unless_batch_norm_statistics_are_asked_for():
+def test_batch_norm_statistics_are_federated_unless_kept_local():
     # Arrange: one round of GL (omega holds batch-norm layers)
     config = replace(CONFIG, epochs=1)
     # Act
-    params_only = run_federated(CLIENTS, config, scope="global")
-    with_stats = run_federated(CLIENTS, replace(config, federate_bn_stats=True), scope="global")
-    # Assert: the running means and variances (two per batch-norm feature) travel only when asked
-    # for, and either way every client ends with the same federated values
+    with_stats = run_federated(CLIENTS, config, scope="global")
+    params_only = run_federated(CLIENTS, replace(config, federate_bn_stats=False), scope="global")
+    # Assert: the running means and variances (two per batch-norm feature) stay home when asked
+    # to, and either way every client ends with the same federated values
     extra = with_stats["clients"][0]["federated"] - params_only["clients"][0]["federated"]
     assert extra > 0 and extra % 2 == 0
     for out in (params_only, with_stats):
