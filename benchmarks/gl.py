@@ -2,7 +2,7 @@
 
     python -m benchmarks.gl [--quick] [--device cuda] [--datasets gl_covertype,gl_heart]
                             [--cover-seeds N] [--heart-seeds N] [--workers 2] --json FILE [--markdown FILE] [--merge]
-                            [--restart] [--render-only]
+                            [--bn-stats averaged|local] [--restart] [--render-only]
 
 Runs GL, FedAvg (padded) and Local on both experiments and Centralized on covertype,
 each seed of the paper's list (covertype 8-28, heart 0-100; the first N when fewer
@@ -55,9 +55,10 @@ seed ~17 CPU-seconds. Ask for more with --cover-seeds / --heart-seeds (or run on
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gl"
 
 
-def dataset_config(name: str, *, quick: bool, device: str) -> GLConfig:
-    """The paper's settings (quick: 2 epochs and a 2-block transformer on covertype)."""
-    config = paper_config(name, device=device, threads=1)
+def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str = "averaged") -> GLConfig:
+    """The paper's settings (quick: 2 epochs and a 2-block transformer on covertype); ``bn_stats``
+    "local" keeps batch-norm running statistics with each client (``GLConfig.federate_bn_stats``)."""
+    config = replace(paper_config(name, device=device, threads=1), federate_bn_stats=bn_stats == "averaged")
     if quick and name == "gl_covertype":
         config = replace(config, epochs=2, shape=replace(config.shape, blocks=2))
     return config
@@ -139,7 +140,7 @@ def complete_seeds(runs: Sequence[dict[str, Any]], name: str) -> set[int]:
 def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_meta: dict[str, Any],
                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every method and seed of one experiment; with ``previous`` (``--merge``) only the seeds it lacks."""
-    config = dataset_config(name, quick=args.quick, device=args.device)
+    config = dataset_config(name, quick=args.quick, device=args.device, bn_stats=args.bn_stats)
     done: set[int] = set()
     provenance: list[dict[str, Any]] = []
     if previous is not None:
@@ -259,6 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, default=RESULTS_DIR / "gl.md")
     parser.add_argument("--merge", action="store_true",
                         help="keep the seeds already in --json and run only the missing ones (same settings)")
+    parser.add_argument("--bn-stats", choices=("averaged", "local"), default="averaged",
+                        help="batch-norm running statistics of federated layers: averaged with them (default) "
+                             "or kept by each client")
     parser.add_argument("--restart", action="store_true",
                         help="with --merge: the datasets named in --datasets start over (their stored runs are "
                              "dropped, e.g. after a settings change); the others are kept")

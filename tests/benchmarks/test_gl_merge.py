@@ -42,7 +42,8 @@ def test_upgrade_keeps_existing_provenance():
 
 def test_merge_refuses_results_run_with_other_settings(tmp_path):
     # Arrange: a previous covertype result whose settings differ from the paper configuration
-    args = argparse.Namespace(quick=False, device="cpu", json=tmp_path / "gl.json", workers=1, data_dir=None)
+    args = argparse.Namespace(quick=False, device="cpu", json=tmp_path / "gl.json", workers=1, data_dir=None,
+                              bn_stats="averaged")
     previous = {"settings": {"epochs": 3}, "runs": [], "runs_from": []}
     # Act / Assert: nothing runs; the error names the dataset and the file
     with pytest.raises(SystemExit, match="gl_covertype settings in .*gl.json differ"):
@@ -94,3 +95,10 @@ def test_restart_without_merge_is_refused(tmp_path):
 def test_upgrade_records_that_older_runs_averaged_batch_norm_statistics():
     old = {"datasets": {"gl_heart": {"seeds": [0], "runs": [], "settings": {"epochs": 10}}}}
     assert upgrade(old)["gl_heart"]["settings"] == {"epochs": 10, "federate_bn_stats": True}
+
+
+def test_bn_stats_switch_reaches_the_config():
+    from benchmarks.gl import dataset_config
+
+    assert dataset_config("gl_heart", quick=True, device="cpu").federate_bn_stats is True
+    assert dataset_config("gl_heart", quick=True, device="cpu", bn_stats="local").federate_bn_stats is False
