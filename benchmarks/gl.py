@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import RESULTS_DIR, markdown_header, markdown_table, metadata, write_json, write_text
-from benchmarks.gl_report import PAPER_PARAMETERS, best_method_check, collect, load_reference, table2
+from benchmarks.common import RESULTS_DIR, metadata, write_json, write_text
+from benchmarks.gl_report import PAPER_PARAMETERS, best_method_check, collect, load_reference, render, table2
 from protocols.channels import SecAggConfig
 from protocols.transport import run_parties
 from securefl.algorithms.gl import GLConfig, build_model, paper_config
@@ -49,6 +49,8 @@ from securefl.runtime.federated import averaging_server, client_average
 PAPER_SEEDS = {"gl_covertype": tuple(range(8, 29)), "gl_heart": tuple(range(0, 101))}
 METHODS = {"gl_covertype": ("gl", "fedavg", "local", "centralized"), "gl_heart": ("gl", "fedavg", "local")}
 DEFAULT_SEEDS = {"gl_covertype": 1, "gl_heart": 101}
+FEDERATE_NOTHING = ("local", "centralized")
+"""Methods whose runs do not depend on how federated layers are averaged (``--reuse``)."""
 """What fits a ~40 min budget on 2 CPU cores: a covertype seed costs ~30 CPU-minutes for its four
 methods (105 epochs of a 0.9M-parameter model on 11,340 rows, plus 62k evaluation rows), a heart
 seed ~17 CPU-seconds. Ask for more with --cover-seeds / --heart-seeds (or run on a GPU)."""
@@ -99,9 +101,10 @@ def parameter_counts(name: str, config: GLConfig, data_dir: str | None) -> dict[
     return {"ours": ours, "paper": PAPER_PARAMETERS[name]}
 
 
-def run_jobs(name: str, seeds: Sequence[int], config: GLConfig, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Every method of ``name`` for each of ``seeds``, over worker processes."""
-    jobs = [(name, m, s, config, args.data_dir) for s in seeds for m in METHODS[name]]
+def run_jobs(name: str, seeds: Sequence[int], config: GLConfig, args: argparse.Namespace,
+             skip: frozenset[tuple[str, int]] = frozenset()) -> list[dict[str, Any]]:
+    """Every method of ``name`` for each of ``seeds`` but the (method, seed) pairs in ``skip``, over workers."""
+    jobs = [(name, m, s, config, args.data_dir) for s in seeds for m in METHODS[name] if (m, s) not in skip]
     if not jobs:
         return []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
@@ -137,6 +140,30 @@ def complete_seeds(runs: Sequence[dict[str, Any]], name: str) -> set[int]:
     return {s for s, methods in have.items() if methods >= set(METHODS[name])}
 
 
+def reused_runs(name: str, seeds: Sequence[int], config: GLConfig, path: Path
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Runs of :data:`FEDERATE_NOTHING` methods for ``seeds`` from result file ``path`` and their provenance.
+
+    The file's settings for ``name`` must equal ``config``'s apart from ``federate_bn_stats``, which
+    those methods never read: e.g. a ``--bn-stats local`` sweep reruns only GL and FedAvg.
+    """
+    if not path.is_file():
+        raise SystemExit(f"--reuse: {path} does not exist")
+    source = upgrade(json.loads(path.read_text())).get(name)
+    if source is None:
+        raise SystemExit(f"--reuse: {path} has no {name} runs")
+    theirs, ours = dict(source["settings"]), dict(config.settings())
+    theirs.pop("federate_bn_stats", None), ours.pop("federate_bn_stats", None)
+    if theirs != ours:
+        raise SystemExit(f"--reuse: {name} settings in {path} differ from this run's beyond federate_bn_stats")
+    runs = [{**r, "reused_from": str(path)} for r in source["runs"]
+            if r["method"] in FEDERATE_NOTHING and r["seed"] in set(seeds)]
+    used = {r["seed"] for r in runs}
+    provenance = [{**p, "seeds": sorted(used & set(p["seeds"])), "methods": list(FEDERATE_NOTHING),
+                   "reused_from": str(path)} for p in source["runs_from"] if used & set(p["seeds"])]
+    return runs, provenance
+
+
 def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_meta: dict[str, Any],
                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every method and seed of one experiment; with ``previous`` (``--merge``) only the seeds it lacks."""
@@ -150,11 +177,13 @@ def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_m
         provenance = previous["runs_from"]
     prior = [r for r in previous["runs"] if r["seed"] in done] if previous is not None else []
     fresh = [s for s in seeds if s not in done]
+    reused, reused_from = reused_runs(name, fresh, config, args.reuse) if args.reuse and fresh else ([], [])
     start = time.perf_counter()
-    runs = run_jobs(name, fresh, config, args)
+    runs = reused + run_jobs(name, fresh, config, args, frozenset((r["method"], r["seed"]) for r in reused))
     seconds = time.perf_counter() - start
     if fresh:
-        provenance = [*provenance, {**run_meta, "seeds": fresh, "seconds": seconds}]
+        ran = [m for m in METHODS[name] if any(r["method"] == m and "reused_from" not in r for r in runs)]
+        provenance = [*provenance, *reused_from, {**run_meta, "seeds": fresh, "seconds": seconds, "methods": ran}]
     return {**summarise(name, prior + runs, config, args), "runs_from": provenance}
 
 
@@ -200,51 +229,6 @@ def seed_count(name: str, args: argparse.Namespace) -> int:
     return (1 if name == "gl_covertype" else 2) if args.quick else DEFAULT_SEEDS[name]
 
 
-def _short(commit: str | None) -> str:
-    return (commit or "unknown")[:12] + ("+dirty" if (commit or "").endswith("+dirty") else "")
-
-
-def _seed_range(seeds: Sequence[int]) -> str:
-    return f"{seeds[0]}..{seeds[-1]} ({len(seeds)})" if len(seeds) > 1 else str(seeds[0])
-
-
-def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
-    """The Markdown report."""
-    out = [markdown_header("GL (Global Layers) — Table 2 reproduction", meta)]
-    if meta.get("rendered"):
-        out.append(f"- tables re-derived from the runs on {meta['rendered']['date']} at commit "
-                   f"`{_short(meta['rendered']['commit'])}` (`--render-only`; nothing was rerun)\n")
-    for name, res in results.items():
-        out += [f"\n## {name} — seeds {res['seeds'][0]}..{res['seeds'][-1]} (n={len(res['seeds'])})\n",
-                "Mean ± std [95% CI half-width] in %, ours vs the authors' released per-seed results;"
-                " Δ = ours − authors (points).\n", res["markdown"]]
-        bn = "averaged with the federated layers" if res["settings"].get("federate_bn_stats", True) else (
-            "kept by each client (only parameters are federated)")
-        out.append(f"\nBatch-norm running statistics: {bn}.\n")
-        if name == "gl_covertype":
-            out.append("\nComanche and Rawah: evaluated on their validation files (test files missing here);"
-                       " the authors used test files. Centralized: pooled validation file (pooled test missing)."
-                       " Accuracy (macro): our balanced accuracy (mean recall over a client's classes) against"
-                       " the authors' \"accuracy\" row, which is macro-averaged, not the share of correct rows"
-                       " (their \"recall\" row differs from it; see `benchmarks.gl_report.ACCURACY`). Plain"
-                       " accuracy is kept in each run's metrics.\n")
-        best = [[b["client"], b["ours"], b["authors"], "yes" if b["ours"] == b["authors"] else "no"]
-                for b in res["best_auroc"]]
-        out += ["\nBest method by mean AUROC:\n", markdown_table(["client", "ours", "authors", "same"], best)]
-        timing = [[k, v["values"], f"{v['secure']:.3f}", f"{v['plain']:.3f}"]
-                  for k, v in res["aggregation_round_seconds"].items()]
-        out += ["\nOne averaging round (seconds; clients send at once):\n",
-                markdown_table(["vector", "values", "secure", "plain"], timing)]
-        counts = [[c, v["total"], v["federated_gl"]] for c, v in res["parameters"]["ours"].items()]
-        out += [f"\nParameters (ours; paper: {res['parameters']['paper']}):\n",
-                markdown_table(["client", "total", "federated (GL)"], counts),
-                f"\nMean seconds per run: {', '.join(f'{m} {s:.1f}' for m, s in res['run_seconds'].items())}\n",
-                "\nRuns:\n", markdown_table(["seeds", "date", "commit", "load (1 min)", "command"], [
-                    [_seed_range(r["seeds"]), r["date"], _short(r["commit"]),
-                     (r.get("device") or {}).get("load_average_1m", ""), r["command"]] for r in res["runs_from"]])]
-    return "".join(out)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gl", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 covertype seed (2 epochs, 2 blocks), 2 heart seeds")
@@ -266,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--restart", action="store_true",
                         help="with --merge: the datasets named in --datasets start over (their stored runs are "
                              "dropped, e.g. after a settings change); the others are kept")
+    parser.add_argument("--reuse", type=Path, default=None,
+                        help="take the Local and Centralized runs (which federate nothing) of the asked seeds from "
+                             "this result file instead of rerunning them, e.g. for a --bn-stats local sweep")
     parser.add_argument("--render-only", action="store_true",
                         help="recompute Table 2 from the runs in --json and rewrite it and --markdown; run nothing")
     args = parser.parse_args(argv)

@@ -43,7 +43,7 @@ def test_upgrade_keeps_existing_provenance():
 def test_merge_refuses_results_run_with_other_settings(tmp_path):
     # Arrange: a previous covertype result whose settings differ from the paper configuration
     args = argparse.Namespace(quick=False, device="cpu", json=tmp_path / "gl.json", workers=1, data_dir=None,
-                              bn_stats="averaged")
+                              bn_stats="averaged", reuse=None)
     previous = {"settings": {"epochs": 3}, "runs": [], "runs_from": []}
     # Act / Assert: nothing runs; the error names the dataset and the file
     with pytest.raises(SystemExit, match="gl_covertype settings in .*gl.json differ"):
@@ -102,3 +102,47 @@ def test_bn_stats_switch_reaches_the_config():
 
     assert dataset_config("gl_heart", quick=True, device="cpu").federate_bn_stats is True
     assert dataset_config("gl_heart", quick=True, device="cpu", bn_stats="local").federate_bn_stats is False
+
+
+def _result_file(tmp_path, settings):
+    import json
+
+    runs = [{"method": m, "seed": s} for s in (8, 9) for m in ("gl", "fedavg", "local", "centralized")]
+    prov = [{"date": "d", "commit": "c", "device": {}, "command": "python -m benchmarks.gl", "seeds": [8, 9]}]
+    path = tmp_path / "gl.json"
+    path.write_text(json.dumps({"datasets": {"gl_covertype": {"settings": settings, "seeds": [8, 9], "runs": runs,
+                                                              "runs_from": prov}}}))
+    return path
+
+
+def test_reuse_takes_only_runs_that_federate_nothing_for_the_asked_seeds(tmp_path):
+    # Arrange: a file of the averaged-statistics sweep; this run keeps the statistics local
+    from benchmarks.gl import dataset_config, reused_runs
+
+    averaged = dataset_config("gl_covertype", quick=False, device="cpu")
+    path = _result_file(tmp_path, averaged.settings())
+    local = dataset_config("gl_covertype", quick=False, device="cpu", bn_stats="local")
+    # Act
+    runs, provenance = reused_runs("gl_covertype", [9, 10], local, path)
+    # Assert: seed 9's Local and Centralized runs, marked; provenance names the file and the methods
+    assert sorted((r["method"], r["seed"]) for r in runs) == [("centralized", 9), ("local", 9)]
+    assert all(r["reused_from"] == str(path) for r in runs)
+    assert provenance == [{"date": "d", "commit": "c", "device": {}, "command": "python -m benchmarks.gl",
+                           "seeds": [9], "methods": ["local", "centralized"], "reused_from": str(path)}]
+
+
+def test_reuse_refuses_a_file_with_other_settings(tmp_path):
+    from benchmarks.gl import dataset_config, reused_runs
+
+    config = dataset_config("gl_covertype", quick=False, device="cpu")
+    path = _result_file(tmp_path, {**config.settings(), "epochs": 3})
+    with pytest.raises(SystemExit, match="differ from this run's beyond federate_bn_stats"):
+        reused_runs("gl_covertype", [8], config, path)
+
+
+def test_reuse_of_a_missing_file_stops_with_one_line(tmp_path):
+    from benchmarks.gl import dataset_config, reused_runs
+
+    config = dataset_config("gl_covertype", quick=False, device="cpu")
+    with pytest.raises(SystemExit, match="gl.json does not exist"):
+        reused_runs("gl_covertype", [8], config, tmp_path / "gl.json")
