@@ -39,6 +39,7 @@ from baselines.gl_baselines import run_gl_method
 from benchmarks.common import RESULTS_DIR, metadata, write_json, write_text
 from benchmarks.gl_report import PAPER_PARAMETERS, best_method_check, collect, load_reference, render, table2
 from protocols.channels import SecAggConfig
+from protocols.errors import SecureFLError
 from protocols.transport import run_parties
 from securefl.algorithms.gl import GLConfig, build_model, paper_config
 from securefl.data.gl_sets import encode_client
@@ -262,6 +263,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [n for n in names if n not in PAPER_SEEDS]
     if unknown:
         parser.error(f"unknown dataset {unknown[0]!r}; choose from {', '.join(PAPER_SEEDS)}")
+    for name in names:  # a missing file stops the benchmark before any worker starts
+        try:
+            load_registered(name, kind="gl", data_dir=args.data_dir)
+        except SecureFLError as err:
+            parser.error(str(err))
     if args.merge and not args.json.exists():
         parser.error(f"--merge: {args.json} does not exist")
     if args.restart and not args.merge:

@@ -146,3 +146,12 @@ def test_reuse_of_a_missing_file_stops_with_one_line(tmp_path):
     config = dataset_config("gl_covertype", quick=False, device="cpu")
     with pytest.raises(SystemExit, match="gl.json does not exist"):
         reused_runs("gl_covertype", [8], config, tmp_path / "gl.json")
+
+
+def test_missing_data_stops_before_any_run_with_one_line(tmp_path, capsys):
+    from benchmarks.gl import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--datasets", "gl_heart", "--data-dir", str(tmp_path), "--json", str(tmp_path / "gl.json")])
+    assert stop.value.code == 2 and "gl_heart" in capsys.readouterr().err
+    assert not (tmp_path / "gl.json").exists()
