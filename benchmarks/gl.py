@@ -230,7 +230,8 @@ def seed_count(name: str, args: argparse.Namespace) -> int:
     return (1 if name == "gl_covertype" else 2) if args.quick else DEFAULT_SEEDS[name]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m benchmarks.gl``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gl", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 covertype seed (2 epochs, 2 blocks), 2 heart seeds")
     parser.add_argument("--device", default="cpu")
@@ -256,6 +257,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "this result file instead of rerunning them, e.g. for a --bn-stats local sweep")
     parser.add_argument("--render-only", action="store_true",
                         help="recompute Table 2 from the runs in --json and rewrite it and --markdown; run nothing")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.render_only:
         return render_only(args)
