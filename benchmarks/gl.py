@@ -2,7 +2,8 @@
 
     python -m benchmarks.gl [--quick] [--device cuda] [--datasets gl_covertype,gl_heart]
                             [--cover-seeds N] [--heart-seeds N] [--workers 2] --json FILE [--markdown FILE] [--merge]
-                            [--bn-stats averaged|local] [--restart] [--render-only]
+                            [--bn-stats averaged|local] [--final average|local]
+                            [--reuse FILE] [--restart] [--render-only]
 
 Runs GL, FedAvg (padded) and Local on both experiments and Centralized on covertype,
 each seed of the paper's list (covertype 8-28, heart 0-100; the first N when fewer
@@ -51,17 +52,22 @@ PAPER_SEEDS = {"gl_covertype": tuple(range(8, 29)), "gl_heart": tuple(range(0, 1
 METHODS = {"gl_covertype": ("gl", "fedavg", "local", "centralized"), "gl_heart": ("gl", "fedavg", "local")}
 DEFAULT_SEEDS = {"gl_covertype": 1, "gl_heart": 101}
 FEDERATE_NOTHING = ("local", "centralized")
-"""Methods whose runs do not depend on how federated layers are averaged (``--reuse``)."""
+FEDERATION_ONLY = ("federate_bn_stats", "final_average")
+"""Methods whose runs do not depend on how federated layers are averaged, and the settings that
+only say how (``--reuse``)."""
 """What fits a ~40 min budget on 2 CPU cores: a covertype seed costs ~30 CPU-minutes for its four
 methods (105 epochs of a 0.9M-parameter model on 11,340 rows, plus 62k evaluation rows), a heart
 seed ~17 CPU-seconds. Ask for more with --cover-seeds / --heart-seeds (or run on a GPU)."""
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gl"
 
 
-def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str = "averaged") -> GLConfig:
+def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str = "averaged",
+                   final: str = "average") -> GLConfig:
     """The paper's settings (quick: 2 epochs and a 2-block transformer on covertype); ``bn_stats``
-    "local" keeps batch-norm running statistics with each client (``GLConfig.federate_bn_stats``)."""
-    config = replace(paper_config(name, device=device, threads=1), federate_bn_stats=bn_stats == "averaged")
+    "local" keeps batch-norm running statistics with each client (``GLConfig.federate_bn_stats``);
+    ``final`` "local" evaluates each client's own last-round weights (``GLConfig.final_average``)."""
+    config = replace(paper_config(name, device=device, threads=1), federate_bn_stats=bn_stats == "averaged",
+                     final_average=final == "average")
     if quick and name == "gl_covertype":
         config = replace(config, epochs=2, shape=replace(config.shape, blocks=2))
     return config
@@ -145,7 +151,7 @@ def reused_runs(name: str, seeds: Sequence[int], config: GLConfig, path: Path
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Runs of :data:`FEDERATE_NOTHING` methods for ``seeds`` from result file ``path`` and their provenance.
 
-    The file's settings for ``name`` must equal ``config``'s apart from ``federate_bn_stats``, which
+    The file's settings for ``name`` must equal ``config``'s apart from :data:`FEDERATION_ONLY`, which
     those methods never read: e.g. a ``--bn-stats local`` sweep reruns only GL and FedAvg.
     """
     if not path.is_file():
@@ -153,10 +159,11 @@ def reused_runs(name: str, seeds: Sequence[int], config: GLConfig, path: Path
     source = upgrade(json.loads(path.read_text())).get(name)
     if source is None:
         raise SystemExit(f"--reuse: {path} has no {name} runs")
-    theirs, ours = dict(source["settings"]), dict(config.settings())
-    theirs.pop("federate_bn_stats", None), ours.pop("federate_bn_stats", None)
+    theirs, ours = ({k: v for k, v in s.items() if k not in FEDERATION_ONLY}
+                    for s in (source["settings"], config.settings()))
     if theirs != ours:
-        raise SystemExit(f"--reuse: {name} settings in {path} differ from this run's beyond federate_bn_stats")
+        raise SystemExit(f"--reuse: {name} settings in {path} differ from this run's beyond "
+                         f"{' and '.join(FEDERATION_ONLY)}")
     runs = [{**r, "reused_from": str(path)} for r in source["runs"]
             if r["method"] in FEDERATE_NOTHING and r["seed"] in set(seeds)]
     used = {r["seed"] for r in runs}
@@ -168,7 +175,7 @@ def reused_runs(name: str, seeds: Sequence[int], config: GLConfig, path: Path
 def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_meta: dict[str, Any],
                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every method and seed of one experiment; with ``previous`` (``--merge``) only the seeds it lacks."""
-    config = dataset_config(name, quick=args.quick, device=args.device, bn_stats=args.bn_stats)
+    config = dataset_config(name, quick=args.quick, device=args.device, bn_stats=args.bn_stats, final=args.final)
     done: set[int] = set()
     provenance: list[dict[str, Any]] = []
     if previous is not None:
@@ -214,9 +221,10 @@ def render_only(args: argparse.Namespace) -> int:
 def upgrade(old: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """``old``'s datasets, each with a ``runs_from`` list (files written before ``--merge`` get their header)."""
     header = {k: old.get(k) for k in ("date", "commit", "device", "command")}
-    for res in old["datasets"].values():  # written before the setting existed: statistics were averaged
+    for res in old["datasets"].values():  # written before these settings existed: what was done then
         if isinstance(res.get("settings"), dict):
             res["settings"].setdefault("federate_bn_stats", True)
+            res["settings"].setdefault("final_average", True)
     return {name: {**res, "runs_from": res.get("runs_from") or [{**header, "seeds": res["seeds"],
                                                                    "seconds": res.get("seconds")}]}
             for name, res in old["datasets"].items()}
@@ -252,6 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--restart", action="store_true",
                         help="with --merge: the datasets named in --datasets start over (their stored runs are "
                              "dropped, e.g. after a settings change); the others are kept")
+    parser.add_argument("--final", choices=("average", "local"), default="average",
+                        help="what clients are evaluated with: the last round's average (default) or their own "
+                             "last-round weights (Algorithm 1 read literally; GLConfig.final_average)")
     parser.add_argument("--reuse", type=Path, default=None,
                         help="take the Local and Centralized runs (which federate nothing) of the asked seeds from "
                              "this result file instead of rerunning them, e.g. for a --bn-stats local sweep")

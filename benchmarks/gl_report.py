@@ -147,7 +147,9 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
                 " Δ = ours − authors (points).\n", res["markdown"]]
         bn = "averaged with the federated layers" if res["settings"].get("federate_bn_stats", True) else (
             "kept by each client (only parameters are federated)")
-        out.append(f"\nBatch-norm running statistics: {bn}.\n")
+        final = ("the last round's average" if res["settings"].get("final_average", True) else
+                 "their own last-round weights (no final average; Algorithm 1 with eta = 1)")
+        out.append(f"\nBatch-norm running statistics: {bn}. Federated clients are evaluated with {final}.\n")
         if name == "gl_covertype":
             out.append("\nComanche and Rawah: evaluated on their validation files (test files missing here);"
                        " the authors used test files. Centralized: pooled validation file (pooled test missing)."

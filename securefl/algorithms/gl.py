@@ -46,10 +46,12 @@ class GLConfig:
     """GL settings (paper Tables 10-12; covertype defaults: 105 epochs of 10 batches).
 
     ``eta`` is Algorithm 1's "global layer update rate". The paper writes the update
-    as omega_k <- eta omega_k + (1 - eta) omega with eta = 1, which would discard the
-    average and make GL identical to Local -- yet its GL results differ from Local.
-    We read eta as the weight of the *global* average: omega_k <- (1 - eta) omega_k +
-    eta omega, so eta = 1 (the paper's value) means every client takes the average.
+    as omega_k <- eta omega_k + (1 - eta) omega with eta = 1, after a broadcast of
+    omega at the start of every round, so with one aggregation per round the clients
+    train each round from the average either way. We apply eta as the weight of the
+    average, omega_k <- (1 - eta) omega_k + eta omega, so eta = 1 (the paper's value)
+    means every client takes the average after each aggregation; the runs then differ
+    from Algorithm 1 only in the final state, which ``final_average`` picks.
     ``aggregate``: "epoch" (default, the authors' code) or "batch" (Algorithm 1).
     ``shape`` holds the model widths (:func:`~securefl.models.tabular.paper_widths`).
     ``threads``: torch intra-op threads per client while it trains (None: leave as is).
@@ -61,6 +63,12 @@ class GLConfig:
     73% macro accuracy against 4%, the authors' 72.7%), but on heart (101 seeds) FedAvg
     then exceeds the authors' by up to 9.5 points (Faisalabad) where averaged statistics
     match within 2.2.
+    ``final_average``: clients adopt the last round's average before they are evaluated
+    (default). False reads Algorithm 1 literally: the server broadcasts omega at the
+    *start* of each round and, with the paper's eta = 1, a client keeps its own omega_k
+    after aggregating, so after the last round each client is evaluated with the weights
+    (and batch-norm statistics) it trained itself; the last round, whose average nobody
+    would use, is then not sent at all.
     """
 
     epochs: int = 105
@@ -75,6 +83,7 @@ class GLConfig:
     threads: int | None = 1
     secure: bool = True
     federate_bn_stats: bool = True
+    final_average: bool = True
     stage_timeout: float = 3600.0
     progress: Progress | None = field(default=None, compare=False, repr=False)
 
@@ -94,12 +103,14 @@ class GLConfig:
         check.positive_int(owner, "threads", self.threads, optional=True)
         check.flag(owner, "secure", self.secure)
         check.flag(owner, "federate_bn_stats", self.federate_bn_stats)
+        check.flag(owner, "final_average", self.final_average)
         check.number_in(owner, "stage_timeout", self.stage_timeout, 0.0, 1e6, open_low=True)
         check.callback(owner, "progress", self.progress)
 
     def rounds(self) -> int:
-        """Aggregation rounds in a run: one per epoch, or one per batch step."""
-        return self.epochs * (self.batches if self.aggregate == "batch" else 1)
+        """Aggregation rounds in a run: one per epoch, or one per batch step (less the last
+        one without ``final_average``)."""
+        return self.epochs * (self.batches if self.aggregate == "batch" else 1) - (not self.final_average)
 
     def secagg(self) -> SecAggConfig:
         return SecAggConfig(secure=self.secure, stage_timeout=self.stage_timeout)
@@ -188,16 +199,16 @@ def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig
         opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         gen = SeedPlan(config.seed).torch(f"batches:{data.name}")
         x, y = as_tensor(data.x_train, device), as_tensor(data.y_train, device, torch.int64)
-        start, rnd = time.perf_counter(), 0
+        start, rnd, rounds = time.perf_counter(), 0, config.rounds()
         for epoch in range(config.epochs):
             for idx in batch_indices(len(y), config.batches, gen):
                 opt.zero_grad(set_to_none=True)
                 loss(model, x[idx], y[idx]).backward()
                 opt.step()
-                if scope != "none" and config.aggregate == "batch":
+                if scope != "none" and config.aggregate == "batch" and rnd < rounds:
                     aggregate(transport, shared, config, rnd)
                     rnd += 1
-            if scope != "none" and config.aggregate == "epoch":
+            if scope != "none" and config.aggregate == "epoch" and rnd < rounds:
                 aggregate(transport, shared, config, rnd)
                 rnd += 1
             if config.progress is not None:

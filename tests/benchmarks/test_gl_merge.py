@@ -43,7 +43,7 @@ def test_upgrade_keeps_existing_provenance():
 def test_merge_refuses_results_run_with_other_settings(tmp_path):
     # Arrange: a previous covertype result whose settings differ from the paper configuration
     args = argparse.Namespace(quick=False, device="cpu", json=tmp_path / "gl.json", workers=1, data_dir=None,
-                              bn_stats="averaged", reuse=None)
+                              bn_stats="averaged", reuse=None, final="average")
     previous = {"settings": {"epochs": 3}, "runs": [], "runs_from": []}
     # Act / Assert: nothing runs; the error names the dataset and the file
     with pytest.raises(SystemExit, match="gl_covertype settings in .*gl.json differ"):
@@ -92,9 +92,9 @@ def test_restart_without_merge_is_refused(tmp_path):
         main(["--restart", "--json", str(tmp_path / "gl.json")])
 
 
-def test_upgrade_records_that_older_runs_averaged_batch_norm_statistics():
+def test_upgrade_records_that_older_runs_averaged_statistics_and_adopted_the_final_average():
     old = {"datasets": {"gl_heart": {"seeds": [0], "runs": [], "settings": {"epochs": 10}}}}
-    assert upgrade(old)["gl_heart"]["settings"] == {"epochs": 10, "federate_bn_stats": True}
+    assert upgrade(old)["gl_heart"]["settings"] == {"epochs": 10, "federate_bn_stats": True, "final_average": True}
 
 
 def test_bn_stats_switch_reaches_the_config():

@@ -120,7 +120,7 @@ def test_bad_clients_are_one_line_input_errors(clients, message):
 
 @pytest.mark.parametrize("field, value", [("epochs", 0), ("eta", 1.5), ("aggregate", "round"), ("lr", -1.0),
                                           ("device", "tpu"), ("secure", 1),
-                                          ("federate_bn_stats", "no")])
+                                          ("federate_bn_stats", "no"), ("final_average", None)])
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(InputError, match=f"GLConfig.{field}"):
         GLConfig(**{field: value})
@@ -139,3 +139,19 @@ def test_batch_norm_statistics_are_federated_unless_kept_local():
     for out in (params_only, with_stats):
         values = [c["federated_values"] for c in out["clients"]]
         assert all(np.array_equal(values[0], v) for v in values[1:])
+
+
+@pytest.mark.parametrize("aggregate", ["epoch", "batch"])
+def test_without_final_average_clients_keep_their_last_round_weights(aggregate):
+    # Arrange: plain aggregation, so averages are exact; the same seed trains the same way
+    config = replace(CONFIG, aggregate=aggregate, secure=False)
+    # Act
+    adopted = run_federated(CLIENTS, config, scope="global")
+    own = run_federated(CLIENTS, replace(config, final_average=False), scope="global")
+    # Assert: one round fewer is sent, the clients end apart, and their mean is exactly the
+    # average the clients adopt in the default run (training was identical up to then)
+    values = [c["federated_values"] for c in own["clients"]]
+    assert len(own["round_seconds"]) == len(adopted["round_seconds"]) - 1 == config.rounds() - 1
+    assert not np.allclose(values[0], values[1])
+    np.testing.assert_allclose(np.mean(values, axis=0), adopted["clients"][0]["federated_values"],
+                               rtol=1e-5, atol=1e-6)
