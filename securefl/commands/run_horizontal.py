@@ -40,6 +40,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batches", type=int, default=None, help="GL: batches per local epoch (paper default)")
     g.add_argument("--aggregate", choices=("epoch", "batch"), default="epoch",
                    help="GL: average once per epoch (the authors' code) or after every batch (Algorithm 1)")
+    g.add_argument("--bn-stats", choices=("averaged", "local"), default="averaged",
+                   help="GL/FedAvg: batch-norm running statistics of federated layers averaged with them "
+                        "(default) or kept by each client")
+    g.add_argument("--final", choices=("average", "local"), default="average",
+                   help="GL/FedAvg: evaluate clients with the last round's average (default) or their own "
+                        "last-round weights (Algorithm 1 read literally)")
     g.add_argument("--secure-agg", action=argparse.BooleanOptionalAction, default=True,
                    help="average through secure aggregation (default) or in clear, for timing")
 
@@ -123,7 +129,8 @@ def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
     else:
         dataset = load_registered(args.dataset or DEFAULT_DATASET["gl"], kind="gl", data_dir=args.data_dir)
     overrides: dict[str, Any] = {"seed": args.seed, "device": args.device, "lr": args.lr,
-                                 "aggregate": args.aggregate}
+                                 "aggregate": args.aggregate, "federate_bn_stats": args.bn_stats == "averaged",
+                                 "final_average": args.final == "average"}
     epochs = args.epochs or args.rounds
     if epochs:
         overrides["epochs"] = epochs

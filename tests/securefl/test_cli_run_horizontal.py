@@ -71,6 +71,19 @@ def test_gl_on_a_csv_with_natural_clients(tmp_path):
     assert result["rounds"] == 1 and result["bytes"] > 0
 
 
+def test_fedavg_federation_switches_reach_the_run(tmp_path):
+    # Arrange
+    table = _table(tmp_path, clients=["north", "south"])
+    argv = ["fedavg", "--csv", str(table), "--label", "y", "--client-column", "site", "--epochs", "2",
+            "--batches", "2", "--bn-stats", "local", "--final", "local"]
+    # Act
+    code, result = _run(argv, tmp_path / "fedavg.json")
+    # Assert: statistics stayed home and the unused last round was not sent
+    assert code == 0
+    assert result["settings"]["federate_bn_stats"] is False and result["settings"]["final_average"] is False
+    assert result["rounds"] == 1
+
+
 @pytest.mark.parametrize("argv, message", [
     (["gl", "--dataset", "digits"], "method 'gl' needs a GL dataset"),
     (["chfl", "--dataset", "breast_sklearn"], "method 'chfl' needs a CHFL dataset"),
