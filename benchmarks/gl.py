@@ -51,14 +51,14 @@ from securefl.runtime.federated import averaging_server, client_average
 PAPER_SEEDS = {"gl_covertype": tuple(range(8, 29)), "gl_heart": tuple(range(0, 101))}
 METHODS = {"gl_covertype": ("gl", "fedavg", "local", "centralized"), "gl_heart": ("gl", "fedavg", "local")}
 DEFAULT_SEEDS = {"gl_covertype": 1, "gl_heart": 101}
-FEDERATE_NOTHING = ("local", "centralized")
-FEDERATION_ONLY = ("federate_bn_stats", "final_average")
-"""Methods whose runs do not depend on how federated layers are averaged, and the settings that
-only say how (``--reuse``)."""
 """What fits a ~40 min budget on 2 CPU cores: a covertype seed costs ~30 CPU-minutes for its four
 methods (105 epochs of a 0.9M-parameter model on 11,340 rows, plus 62k evaluation rows), a heart
 seed ~17 CPU-seconds. Ask for more with --cover-seeds / --heart-seeds (or run on a GPU)."""
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gl"
+FEDERATE_NOTHING = ("local", "centralized")
+FEDERATION_ONLY = ("federate_bn_stats", "final_average")
+"""Methods whose runs do not depend on how federated layers are averaged, and the settings that
+only say how (``--reuse``)."""
 
 
 def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str = "averaged",
