@@ -62,10 +62,11 @@ only say how (``--reuse``)."""
 
 
 def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str = "averaged",
-                   final: str = "average") -> GLConfig:
+                   final: str = "local") -> GLConfig:
     """The paper's settings (quick: 2 epochs and a 2-block transformer on covertype); ``bn_stats``
     "local" keeps batch-norm running statistics with each client (``GLConfig.federate_bn_stats``);
-    ``final`` "local" evaluates each client's own last-round weights (``GLConfig.final_average``)."""
+    ``final`` "local" (default) evaluates each client's own last-round weights and "average" the last
+    round's average (``GLConfig.final_average``)."""
     config = replace(paper_config(name, device=device, threads=1), federate_bn_stats=bn_stats == "averaged",
                      final_average=final == "average")
     if quick and name == "gl_covertype":
@@ -260,9 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--restart", action="store_true",
                         help="with --merge: the datasets named in --datasets start over (their stored runs are "
                              "dropped, e.g. after a settings change); the others are kept")
-    parser.add_argument("--final", choices=("average", "local"), default="average",
-                        help="what clients are evaluated with: the last round's average (default) or their own "
-                             "last-round weights (Algorithm 1 read literally; GLConfig.final_average)")
+    parser.add_argument("--final", choices=("average", "local"), default="local",
+                        help="what clients are evaluated with: their own last-round weights (default; Algorithm 1 "
+                             "as written) or the last round's average (results before 2026-11-22; "
+                             "GLConfig.final_average)")
     parser.add_argument("--reuse", type=Path, default=None,
                         help="take the Local and Centralized runs (which federate nothing) of the asked seeds from "
                              "this result file instead of rerunning them, e.g. for a --bn-stats local sweep")

@@ -50,25 +50,26 @@ class GLConfig:
     omega at the start of every round, so with one aggregation per round the clients
     train each round from the average either way. We apply eta as the weight of the
     average, omega_k <- (1 - eta) omega_k + eta omega, so eta = 1 (the paper's value)
-    means every client takes the average after each aggregation; the runs then differ
-    from Algorithm 1 only in the final state, which ``final_average`` picks.
+    means every client takes the average after each aggregation; ``final_average``
+    then picks the one state where the two readings differ, the last.
     ``aggregate``: "epoch" (default, the authors' code) or "batch" (Algorithm 1).
     ``shape`` holds the model widths (:func:`~securefl.models.tabular.paper_widths`).
     ``threads``: torch intra-op threads per client while it trains (None: leave as is).
     ``federate_bn_stats``: average the batch-norm running statistics of the federated
     layers with their parameters (default, as FedAvg over a whole model state does);
     False keeps them with each client (FedBN-style), so each client normalises with its
-    own statistics. Which one the authors' code does is unknown, and the evidence is
-    mixed: with them kept local our covertype FedAvg stops collapsing on Poudre (seed 8:
-    73% macro accuracy against 4%, the authors' 72.7%), but on heart (101 seeds) FedAvg
-    then exceeds the authors' by up to 9.5 points (Faisalabad) where averaged statistics
-    match within 2.2.
-    ``final_average``: clients adopt the last round's average before they are evaluated
-    (default). False reads Algorithm 1 literally: the server broadcasts omega at the
-    *start* of each round and, with the paper's eta = 1, a client keeps its own omega_k
-    after aggregating, so after the last round each client is evaluated with the weights
-    (and batch-norm statistics) it trained itself; the last round, whose average nobody
-    would use, is then not sent at all.
+    own statistics. The authors' code is not available to settle it; we keep the
+    FedAvg convention, since with ``final_average`` False our covertype FedAvg no longer
+    collapses (benchmarks/results/gl_final_local.md), while keeping them local moved
+    heart FedAvg up to 9.5 points above the authors' (Faisalabad, 101 seeds).
+    ``final_average``: False (default) is Algorithm 1 as written: the server broadcasts
+    omega at the *start* of each round and, with eta = 1, a client keeps its own
+    omega_k after aggregating, so it is evaluated with the weights (and batch-norm
+    statistics) it trained itself in the last round, and that round, whose average
+    nobody would use, is not sent (so ``epochs=1`` per-epoch runs send nothing). True
+    has clients adopt the last round's average first, as every result before 2026-11-22
+    did (benchmarks/results/gl.md); with it our covertype FedAvg collapses (Poudre 6.5%
+    macro accuracy against the authors' 72.7%), while GL moves by under 1.5 points.
     """
 
     epochs: int = 105
@@ -83,7 +84,7 @@ class GLConfig:
     threads: int | None = 1
     secure: bool = True
     federate_bn_stats: bool = True
-    final_average: bool = True
+    final_average: bool = False
     stage_timeout: float = 3600.0
     progress: Progress | None = field(default=None, compare=False, repr=False)
 

@@ -43,9 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bn-stats", choices=("averaged", "local"), default="averaged",
                    help="GL/FedAvg: batch-norm running statistics of federated layers averaged with them "
                         "(default) or kept by each client")
-    g.add_argument("--final", choices=("average", "local"), default="average",
-                   help="GL/FedAvg: evaluate clients with the last round's average (default) or their own "
-                        "last-round weights (Algorithm 1 read literally)")
+    g.add_argument("--final", choices=("average", "local"), default="local",
+                   help="GL/FedAvg: evaluate clients with their own last-round weights (default; Algorithm 1 "
+                        "as written) or with the last round's average")
     g.add_argument("--secure-agg", action=argparse.BooleanOptionalAction, default=True,
                    help="average through secure aggregation (default) or in clear, for timing")
 

@@ -104,6 +104,14 @@ def test_bn_stats_switch_reaches_the_config():
     assert dataset_config("gl_heart", quick=True, device="cpu", bn_stats="local").federate_bn_stats is False
 
 
+def test_final_switch_defaults_to_algorithm_1_as_written():
+    from benchmarks.gl import build_parser, dataset_config
+
+    assert build_parser().parse_args(["--json", "x.json"]).final == "local"
+    assert dataset_config("gl_heart", quick=True, device="cpu").final_average is False
+    assert dataset_config("gl_heart", quick=True, device="cpu", final="average").final_average is True
+
+
 def _result_file(tmp_path, settings):
     import json
 

@@ -62,26 +62,26 @@ def test_gl_on_a_csv_with_natural_clients(tmp_path):
     # Arrange
     table = _table(tmp_path, clients=["north", "south", "west"])
     # Act
-    code, result = _run(["gl", "--csv", str(table), "--label", "y", "--client-column", "site", "--epochs", "1",
+    code, result = _run(["gl", "--csv", str(table), "--label", "y", "--client-column", "site", "--epochs", "2",
                          "--batches", "2"], tmp_path / "gl.json")
-    # Assert
+    # Assert: by default (Algorithm 1) the last epoch's average is not sent
     assert code == 0
     assert all(f in result for f in FIELDS)
     assert set(result["metrics"]["clients"]) == {"north", "south", "west"}
-    assert result["rounds"] == 1 and result["bytes"] > 0
+    assert result["rounds"] == 1 and result["bytes"] > 0 and result["settings"]["final_average"] is False
 
 
 def test_fedavg_federation_switches_reach_the_run(tmp_path):
     # Arrange
     table = _table(tmp_path, clients=["north", "south"])
     argv = ["fedavg", "--csv", str(table), "--label", "y", "--client-column", "site", "--epochs", "2",
-            "--batches", "2", "--bn-stats", "local", "--final", "local"]
+            "--batches", "2", "--bn-stats", "local", "--final", "average"]
     # Act
     code, result = _run(argv, tmp_path / "fedavg.json")
-    # Assert: statistics stayed home and the unused last round was not sent
+    # Assert: statistics stayed home and the last round's average was sent for the clients to adopt
     assert code == 0
-    assert result["settings"]["federate_bn_stats"] is False and result["settings"]["final_average"] is False
-    assert result["rounds"] == 1
+    assert result["settings"]["federate_bn_stats"] is False and result["settings"]["final_average"] is True
+    assert result["rounds"] == 2
 
 
 @pytest.mark.parametrize("argv, message", [

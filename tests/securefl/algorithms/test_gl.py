@@ -11,7 +11,8 @@ from securefl.data.gl_sets import ClientData
 from securefl.models.tabular import TabularShape
 
 TINY = TabularShape(embed_dim=8, heads=2, blocks=1, ff_dim=8, width=12, gff_hidden=3, head_width=6)
-CONFIG = GLConfig(epochs=2, batches=2, shape=TINY, seed=3)
+# final_average=True: most tests read the state right after an aggregation
+CONFIG = GLConfig(epochs=2, batches=2, shape=TINY, seed=3, final_average=True)
 
 
 def _client(name, n, n_features, n_classes, seed):
@@ -149,7 +150,7 @@ def test_without_final_average_clients_keep_their_last_round_weights(aggregate):
     adopted = run_federated(CLIENTS, config, scope="global")
     own = run_federated(CLIENTS, replace(config, final_average=False), scope="global")
     # Assert: one round fewer is sent, the clients end apart, and their mean is exactly the
-    # average the clients adopt in the default run (training was identical up to then)
+    # average the clients adopt in a final_average run (training was identical up to then)
     values = [c["federated_values"] for c in own["clients"]]
     assert len(own["round_seconds"]) == len(adopted["round_seconds"]) - 1 == config.rounds() - 1
     assert not np.allclose(values[0], values[1])
