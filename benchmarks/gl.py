@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import RESULTS_DIR, metadata, write_json, write_text
+from benchmarks.common import metadata, write_json, write_text
 from benchmarks.gl_report import PAPER_PARAMETERS, best_method_check, collect, load_reference, render, table2
 from protocols.channels import SecAggConfig
 from protocols.errors import SecureFLError
@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", default=os.environ.get("SECUREFL_DATA"))
     parser.add_argument("--reference", type=Path, default=REFERENCE)
     parser.add_argument("--json", type=Path, required=True)
-    parser.add_argument("--markdown", type=Path, default=RESULTS_DIR / "gl.md")
+    parser.add_argument("--markdown", type=Path, default=None, help="default: --json with .md")
     parser.add_argument("--merge", action="store_true",
                         help="keep the seeds already in --json and run only the missing ones (same settings)")
     parser.add_argument("--bn-stats", choices=("averaged", "local"), default="averaged",
@@ -276,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.markdown = args.markdown or args.json.with_suffix(".md")
     if args.render_only:
         return render_only(args)
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
