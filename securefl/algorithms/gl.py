@@ -69,7 +69,8 @@ class GLConfig:
     nobody would use, is not sent (so ``epochs=1`` per-epoch runs send nothing). True
     has clients adopt the last round's average first, as every result before 2026-11-22
     did (benchmarks/results/gl.md); with it our covertype FedAvg collapses (Poudre 6.5%
-    macro accuracy against the authors' 72.7%), while GL moves by under 1.5 points.
+    macro accuracy against the authors' 72.7%; 63.0% without), while GL moves by under
+    1 point (21 covertype seeds, benchmarks/results/gl_final_local.md).
     """
 
     epochs: int = 105
