@@ -249,7 +249,7 @@ def run_federated(clients: Sequence[ClientData], config: GLConfig, *, scope: str
         c.name: {"data": c, "scope": scope, "n_classes": n_classes,
                  "config": config if (i == 0 and backend == "inprocess") else quiet}
         for i, c in enumerate(clients)}
-    if scope != "none":
+    if scope != "none" and config.rounds() > 0:  # one epoch without final_average sends nothing
         roles[SERVER] = averaging_server
         kwargs[SERVER] = {"clients": [c.name for c in clients], "rounds": config.rounds(), "config": config.secagg()}
     if len(roles) < 2:

@@ -12,6 +12,7 @@ Every model average runs through secure aggregation unless ``--no-secure-agg``.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -137,6 +138,9 @@ def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
     if args.batches:
         overrides["batches"] = args.batches
     config = paper_config(dataset.name, **overrides)
+    if args.method in ("gl", "fedavg") and config.rounds() == 0:
+        print(f"note: {args.method} with one epoch and --final local sends no round (its only average would go "
+              "unused), so it trains like local; --final average federates that round", file=sys.stderr)
     return run_gl_method(args.method, dataset, config, secure_agg=args.secure_agg, backend=args.backend,
                          progress=progress)
 

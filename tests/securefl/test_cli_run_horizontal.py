@@ -84,6 +84,17 @@ def test_fedavg_federation_switches_reach_the_run(tmp_path):
     assert result["rounds"] == 2
 
 
+def test_one_epoch_gl_run_says_that_nothing_was_federated(tmp_path, capsys):
+    # Arrange
+    table = _table(tmp_path, clients=["north", "south"])
+    # Act
+    code, result = _run(["gl", "--csv", str(table), "--label", "y", "--client-column", "site", "--epochs", "1",
+                         "--batches", "2"], tmp_path / "gl.json")
+    # Assert: no round was sent, and stderr says why and how to federate it
+    assert code == 0 and result["rounds"] == 0
+    assert "sends no round" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["gl", "--dataset", "digits"], "method 'gl' needs a GL dataset"),
     (["chfl", "--dataset", "breast_sklearn"], "method 'chfl' needs a CHFL dataset"),
