@@ -31,7 +31,7 @@ from securefl.algorithms.training import intra_op_threads
 from securefl.data.gl_sets import ClientData
 from securefl.models.tabular import GLModel, TabularShape, count, paper_widths
 from securefl.runtime import SeedPlan, resolve_device
-from securefl.runtime.classification import classification_metrics
+from securefl.runtime.classification import classification_metrics, per_class
 from securefl.runtime import validation as check
 from securefl.runtime.federated import averaging_server, client_average, flatten
 
@@ -218,6 +218,7 @@ def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig
         train_seconds = time.perf_counter() - start
         probs = probabilities(model, as_tensor(data.x_test, device))
     return {"client": data.name, "metrics": classification_metrics(data.y_test, probs),
+            "per_class": per_class(data.y_test, probs),
             "train_seconds": train_seconds, "train_rows": int(len(data.y_train)),
             "test_rows": int(len(data.y_test)), "evaluated_on": data.evaluated_on,
             "parameters": count(list(model.parameters())), "federated": count(shared),
@@ -265,7 +266,8 @@ def method_result(method: str, dataset: str, config: GLConfig, outcome: dict[str
     clients = outcome["clients"]
     per_client = {c["client"]: {**c["metrics"], "evaluated_on": c["evaluated_on"], "test_rows": c["test_rows"],
                                 "train_rows": c["train_rows"], "parameters": c["parameters"],
-                                "federated_parameters": c["federated"]} for c in clients}
+                                "federated_parameters": c["federated"], "per_class": c["per_class"]}
+                  for c in clients}
     means = {k: float(np.nanmean([c["metrics"][k] for c in clients])) for k in clients[0]["metrics"]}
     run = outcome.get("run")
     rounds = outcome.get("round_seconds", [])

@@ -71,6 +71,25 @@ def balanced_accuracy(labels: np.ndarray, probs: np.ndarray) -> float:
     return float(np.mean([np.mean(predicted[labels == k] == k) for k in np.unique(labels)]))
 
 
+def per_class(labels: np.ndarray, probs: np.ndarray) -> list[dict[str, float | int | None]]:
+    """One-vs-rest AUROC, AUPRC and recall of every output column (None where a class has no
+    rows, or no other rows), with its row count: enough to recompute a macro mean under any
+    convention for classes a client lacks (e.g. a padded FedAvg model's global classes)."""
+    labels, probs = _check(labels, probs)
+    if probs.ndim == 1:
+        probs = np.stack([1.0 - probs, probs], axis=1)
+    predicted = predictions(probs)
+    out = []
+    for k in range(probs.shape[1]):
+        hit, n = labels == k, int(np.sum(labels == k))
+        both = 0 < n < labels.size
+        out.append({"class": k, "support": n,
+                    "auroc": float(roc_auc_score(hit, probs[:, k])) if both else None,
+                    "auprc": float(average_precision_score(hit, probs[:, k])) if both else None,
+                    "recall": float(np.mean(predicted[hit] == k)) if n else None})
+    return out
+
+
 def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict[str, float]:
     """``auroc``, ``accuracy``, ``balanced_accuracy`` and ``auprc`` of one set of predictions."""
     return {"auroc": auroc(labels, probs), "accuracy": accuracy(labels, probs),
@@ -78,4 +97,4 @@ def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict[str, f
 
 
 __all__ = ["accuracy", "auprc", "auroc", "balanced_accuracy", "classification_metrics", "one_vs_rest",
-           "predictions"]
+           "per_class", "predictions"]

@@ -5,7 +5,7 @@ import pytest
 
 from protocols.errors import InputError
 from securefl.runtime.classification import (accuracy, auprc, auroc, balanced_accuracy, classification_metrics,
-                                             predictions)
+                                             per_class, predictions)
 
 
 def test_binary_metrics_on_a_perfect_ranking():
@@ -52,3 +52,22 @@ def test_multiclass_auroc_is_the_macro_mean_over_classes():
 def test_mismatched_lengths_are_an_input_error():
     with pytest.raises(InputError, match="one probability row per label"):
         auroc(np.array([0, 1]), np.array([0.5]))
+
+
+def test_per_class_reports_every_output_column_and_marks_absent_classes():
+    # Arrange: 3 output columns, class 1 never occurs; class 0 ranked perfectly, class 2 with one tie
+    labels = np.array([0, 0, 2, 2])
+    probs = np.array([[0.8, 0.1, 0.1], [0.6, 0.1, 0.3], [0.2, 0.1, 0.7], [0.5, 0.2, 0.3]])
+    # Act
+    rows = per_class(labels, probs)
+    # Assert
+    assert [r["support"] for r in rows] == [2, 0, 2]
+    assert rows[1]["auroc"] is None and rows[1]["auprc"] is None and rows[1]["recall"] is None
+    assert rows[0]["auroc"] == pytest.approx(1.0) and rows[0]["recall"] == pytest.approx(1.0)
+    assert rows[2]["auroc"] == pytest.approx(0.875) and rows[2]["recall"] == pytest.approx(0.5)
+    assert np.mean([rows[0]["auroc"], rows[2]["auroc"]]) == pytest.approx(auroc(labels, probs))
+
+
+def test_per_class_of_binary_probabilities_has_both_classes():
+    rows = per_class(np.array([0, 1, 1]), np.array([0.2, 0.9, 0.4]))
+    assert [r["class"] for r in rows] == [0, 1] and rows[1]["auroc"] == pytest.approx(1.0)
