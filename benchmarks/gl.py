@@ -38,7 +38,8 @@ import torch
 
 from baselines.gl_baselines import run_gl_method
 from benchmarks.common import metadata, write_json, write_text
-from benchmarks.gl_report import PAPER_PARAMETERS, best_method_check, collect, load_reference, render, table2
+from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
+                                  render, table2)
 from protocols.channels import SecAggConfig
 from protocols.errors import SecureFLError
 from protocols.transport import run_parties
@@ -134,6 +135,7 @@ def summarise(name: str, runs: list[dict[str, Any]], config: GLConfig, args: arg
                                      for mode in ("secure", "plain")}} for kind, n in sizes.items()}
     ours, reference = collect(runs), load_reference(args.reference, name)
     markdown, records = table2(name, ours, reference)
+    markdown += global_class_table(runs, reference)
     return {"settings": config.settings(), "seeds": sorted({r["seed"] for r in runs}), "methods": list(METHODS[name]),
             "parameters": params, "aggregation_round_seconds": timing,
             "run_seconds": {m: float(np.mean([r["seconds"] for r in runs if r["method"] == m])) for m in METHODS[name]},
@@ -198,7 +200,9 @@ def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_m
 
 def rederive(name: str, res: dict[str, Any], reference: Path) -> dict[str, Any]:
     """``res`` with Table 2 and the best-method check computed again from its runs (nothing runs)."""
-    markdown, records = table2(name, collect(res["runs"]), load_reference(reference, name))
+    authors = load_reference(reference, name)
+    markdown, records = table2(name, collect(res["runs"]), authors)
+    markdown += global_class_table(res["runs"], authors)
     return {**res, "table2": records, "best_auroc": best_method_check(records), "markdown": markdown}
 
 

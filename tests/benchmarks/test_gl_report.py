@@ -62,3 +62,35 @@ def test_covertype_accuracy_is_our_balanced_accuracy_against_the_authors_macro_a
     assert acc["authors_metric"] == "accuracy" and acc["difference_points"] == pytest.approx(-0.2)
     assert "accuracy (macro) ours" in markdown
     assert not any(r["metric"] == "accuracy" for r in records)
+
+
+def _fedavg_run(seed, per_class):
+    return {"method": "fedavg", "seed": seed, "metrics": {"clients": {"neota": {"auroc": 0.9, "per_class": per_class}}}}
+
+
+PER_CLASS = [{"class": 0, "support": 5, "auroc": 0.9, "auprc": 0.8, "recall": 0.7},
+             {"class": 1, "support": 0, "auroc": None, "auprc": None, "recall": None},
+             {"class": 2, "support": 3, "auroc": 0.7, "auprc": 0.4, "recall": 0.5},
+             {"class": 3, "support": 0, "auroc": None, "auprc": None, "recall": None}]
+
+
+def test_global_class_macro_scores_missing_classes_at_chance_auroc_and_zero_auprc():
+    from benchmarks.gl_report import global_class_macro
+
+    assert global_class_macro(PER_CLASS, "auroc") == pytest.approx((0.9 + 0.5 + 0.7 + 0.5) / 4)
+    assert global_class_macro(PER_CLASS, "auprc") == pytest.approx((0.8 + 0.0 + 0.4 + 0.0) / 4)
+
+
+def test_global_class_table_compares_fedavg_with_the_authors_and_is_empty_without_per_class():
+    from benchmarks.gl_report import global_class_table
+
+    # Arrange
+    runs = [_fedavg_run(8, PER_CLASS), _fedavg_run(9, PER_CLASS), {"method": "gl", "seed": 8, "metrics": {
+        "clients": {"neota": {"auroc": 0.9, "per_class": PER_CLASS}}}}]
+    reference = {"fedavg": {"neota": {"auroc": [0.60, 0.60], "auprc": [0.25, 0.35]}}}
+    # Act
+    table = global_class_table(runs, reference)
+    # Assert: AUROC 65.00 vs 60.00 (+5.00), AUPRC 30.00 vs 30.00; GL runs are not in it
+    assert "| neota | 65.00 ± 0.00 [±0.00] (n=2) | 60.00 ± 0.00 [±0.00] (n=2) | +5.00 |" in table
+    assert "| +0.00 |" in table and table.count("| neota |") == 1
+    assert global_class_table([_fedavg_run(8, None)], reference) == ""
