@@ -43,7 +43,7 @@ from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, 
 from protocols.channels import SecAggConfig
 from protocols.errors import SecureFLError
 from protocols.transport import run_parties
-from securefl.algorithms.gl import GLConfig, build_model, paper_config
+from securefl.algorithms.gl import SWITCHES, GLConfig, build_model, paper_config, switch_default, switches
 from securefl.data.gl_sets import encode_client
 from securefl.data.registry import load_registered
 from securefl.models.tabular import count
@@ -62,14 +62,13 @@ FEDERATION_ONLY = ("federate_bn_stats", "final_average")
 only say how (``--reuse``)."""
 
 
-def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str = "averaged",
-                   final: str = "local") -> GLConfig:
+def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str | None = None,
+                   final: str | None = None) -> GLConfig:
     """The paper's settings (quick: 2 epochs and a 2-block transformer on covertype); ``bn_stats``
     "local" keeps batch-norm running statistics with each client (``GLConfig.federate_bn_stats``);
-    ``final`` "local" (default) evaluates each client's own last-round weights and "average" the last
-    round's average (``GLConfig.final_average``)."""
-    config = replace(paper_config(name, device=device, threads=1), federate_bn_stats=bn_stats == "averaged",
-                     final_average=final == "average")
+    ``final`` "local" evaluates each client's own last-round weights and "average" the last round's
+    average (``GLConfig.final_average``); None keeps GLConfig's default."""
+    config = paper_config(name, device=device, threads=1, **switches(bn_stats=bn_stats, final=final))
     if quick and name == "gl_covertype":
         config = replace(config, epochs=2, shape=replace(config.shape, blocks=2))
     return config
@@ -259,16 +258,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--markdown", type=Path, default=None, help="default: --json with .md")
     parser.add_argument("--merge", action="store_true",
                         help="keep the seeds already in --json and run only the missing ones (same settings)")
-    parser.add_argument("--bn-stats", choices=("averaged", "local"), default="averaged",
-                        help="batch-norm running statistics of federated layers: averaged with them (default) "
-                             "or kept by each client")
+    parser.add_argument("--bn-stats", choices=SWITCHES["bn_stats"][1:], default=None,
+                        help="batch-norm running statistics of federated layers: averaged with them or kept by "
+                             f"each client (default {switch_default('bn_stats')}; GLConfig.federate_bn_stats)")
     parser.add_argument("--restart", action="store_true",
                         help="with --merge: the datasets named in --datasets start over (their stored runs are "
                              "dropped, e.g. after a settings change); the others are kept")
-    parser.add_argument("--final", choices=("average", "local"), default="local",
-                        help="what clients are evaluated with: their own last-round weights (default; Algorithm 1 "
-                             "as written) or the last round's average (results before 2026-11-22; "
-                             "GLConfig.final_average)")
+    parser.add_argument("--final", choices=SWITCHES["final"][1:], default=None,
+                        help="what clients are evaluated with: their own last-round weights (local; Algorithm 1 "
+                             "as written) or the last round's average (results before 2026-11-22) (default "
+                             f"{switch_default('final')}; GLConfig.final_average)")
     parser.add_argument("--reuse", type=Path, default=None,
                         help="take the Local and Centralized runs (which federate nothing) of the asked seeds from "
                              "this result file instead of rerunning them, e.g. for a --bn-stats local sweep")

@@ -31,7 +31,7 @@ from securefl.algorithms.training import intra_op_threads
 from securefl.data.gl_sets import ClientData
 from securefl.models.tabular import GLModel, TabularShape, count, paper_widths
 from securefl.runtime import SeedPlan, resolve_device
-from securefl.runtime.classification import classification_metrics, per_class
+from securefl.runtime.classification import classification_report
 from securefl.runtime import validation as check
 from securefl.runtime.federated import averaging_server, client_average, flatten
 
@@ -133,6 +133,22 @@ def paper_config(dataset: str, **overrides: Any) -> GLConfig:
     return GLConfig(**{**schedule, "shape": shape, **overrides})
 
 
+SWITCHES = {"bn_stats": ("federate_bn_stats", "averaged", "local"), "final": ("final_average", "average", "local")}
+"""Command-line switches (``--bn-stats``, ``--final``): the GLConfig flag each sets, its on and off words."""
+
+
+def switches(**chosen: str | None) -> dict[str, bool]:
+    """GLConfig overrides for the switches given (None keeps GLConfig's default, so the CLI and
+    the benchmark share its defaults), e.g. ``switches(final="average")``."""
+    return {SWITCHES[k][0]: word == SWITCHES[k][1] for k, word in chosen.items() if word is not None}
+
+
+def switch_default(name: str) -> str:
+    """The word for GLConfig's default of switch ``name`` (for help texts)."""
+    flag, on, off = SWITCHES[name]
+    return on if getattr(GLConfig, flag) else off
+
+
 def as_tensor(x: np.ndarray, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """A private, writable copy of ``x`` on ``device`` (made once before training)."""
     return torch.from_numpy(np.array(x, copy=True)).to(device=device, dtype=dtype)
@@ -217,8 +233,8 @@ def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig
                 config.progress(epoch + 1, config.epochs)
         train_seconds = time.perf_counter() - start
         probs = probabilities(model, as_tensor(data.x_test, device))
-    return {"client": data.name, "metrics": classification_metrics(data.y_test, probs),
-            "per_class": per_class(data.y_test, probs),
+    metrics, classes = classification_report(data.y_test, probs)
+    return {"client": data.name, "metrics": metrics, "per_class": classes,
             "train_seconds": train_seconds, "train_rows": int(len(data.y_train)),
             "test_rows": int(len(data.y_test)), "evaluated_on": data.evaluated_on,
             "parameters": count(list(model.parameters())), "federated": count(shared),
@@ -291,7 +307,6 @@ def run_gl(clients: Sequence[ClientData], config: GLConfig, *, dataset: str = "g
         "aggregation": "secure (masked sums)" if config.secure else "plain"})
 
 
-__all__ = ["AGGREGATE", "GLConfig", "PAPER_SCHEDULE", "SCOPES", "SERVER", "aggregate", "as_tensor", "batch_indices",
-           "build_model", "paper_config",
-           "check_clients", "federated_tensors", "gl_client", "loss", "method_result", "probabilities",
-           "run_federated", "run_gl"]
+__all__ = ["AGGREGATE", "GLConfig", "PAPER_SCHEDULE", "SCOPES", "SERVER", "SWITCHES", "aggregate", "as_tensor",
+           "batch_indices", "build_model", "check_clients", "federated_tensors", "gl_client", "loss", "method_result",
+           "paper_config", "probabilities", "run_federated", "run_gl", "switch_default", "switches"]

@@ -41,12 +41,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batches", type=int, default=None, help="GL: batches per local epoch (paper default)")
     g.add_argument("--aggregate", choices=("epoch", "batch"), default="epoch",
                    help="GL: average once per epoch (the authors' code) or after every batch (Algorithm 1)")
-    g.add_argument("--bn-stats", choices=("averaged", "local"), default="averaged",
+    # default None: GLConfig's default applies (securefl.algorithms.gl.switches); not imported here,
+    # as it imports torch, so the help names it and a test checks the two agree
+    g.add_argument("--bn-stats", choices=("averaged", "local"), default=None,
                    help="GL/FedAvg: batch-norm running statistics of federated layers averaged with them "
-                        "(default) or kept by each client")
-    g.add_argument("--final", choices=("average", "local"), default="local",
-                   help="GL/FedAvg: evaluate clients with their own last-round weights (default; Algorithm 1 "
-                        "as written) or with the last round's average")
+                        "or kept by each client (default: averaged)")
+    g.add_argument("--final", choices=("average", "local"), default=None,
+                   help="GL/FedAvg: evaluate clients with their own last-round weights (Algorithm 1 as "
+                        "written) or with the last round's average (default: local)")
     g.add_argument("--secure-agg", action=argparse.BooleanOptionalAction, default=True,
                    help="average through secure aggregation (default) or in clear, for timing")
 
@@ -121,7 +123,7 @@ def run_chfl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
 def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
     """Load the clients' tables, then run the GL-family method."""
     from baselines.gl_baselines import run_gl_method
-    from securefl.algorithms.gl import paper_config
+    from securefl.algorithms.gl import paper_config, switches
     from securefl.data.gl_sets import load_csv_clients
     from securefl.data.registry import load_registered
 
@@ -130,8 +132,7 @@ def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
     else:
         dataset = load_registered(args.dataset or DEFAULT_DATASET["gl"], kind="gl", data_dir=args.data_dir)
     overrides: dict[str, Any] = {"seed": args.seed, "device": args.device, "lr": args.lr,
-                                 "aggregate": args.aggregate, "federate_bn_stats": args.bn_stats == "averaged",
-                                 "final_average": args.final == "average"}
+                                 "aggregate": args.aggregate, **switches(bn_stats=args.bn_stats, final=args.final)}
     epochs = args.epochs or args.rounds
     if epochs:
         overrides["epochs"] = epochs

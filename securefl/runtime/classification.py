@@ -22,8 +22,9 @@ def _check(labels: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarra
         probs = probs[:, 0]
     if labels.size == 0 or probs.shape[0] != labels.size:
         raise InputError(f"need one probability row per label (got {probs.shape[0]} rows, {labels.size} labels)")
-    if probs.ndim == 2 and (labels.min() < 0 or labels.max() >= probs.shape[1]):
-        raise InputError(f"labels must lie in 0..{probs.shape[1] - 1}, got {labels.min()}..{labels.max()}")
+    top = probs.shape[1] - 1 if probs.ndim == 2 else 1
+    if labels.min() < 0 or labels.max() > top:
+        raise InputError(f"labels must lie in 0..{top}, got {labels.min()}..{labels.max()}")
     return labels, probs
 
 
@@ -76,12 +77,16 @@ def per_class(labels: np.ndarray, probs: np.ndarray) -> list[dict[str, float | i
     rows, or no other rows), with its row count: enough to recompute a macro mean under any
     convention for classes a client lacks (e.g. a padded FedAvg model's global classes)."""
     labels, probs = _check(labels, probs)
+    return _per_class(labels, probs, predictions(probs))
+
+
+def _per_class(labels: np.ndarray, probs: np.ndarray, predicted: np.ndarray) -> list[dict[str, float | int | None]]:
     if probs.ndim == 1:
         probs = np.stack([1.0 - probs, probs], axis=1)
-    predicted = predictions(probs)
     out = []
     for k in range(probs.shape[1]):
-        hit, n = labels == k, int(np.sum(labels == k))
+        hit = labels == k
+        n = int(np.sum(hit))
         both = 0 < n < labels.size
         out.append({"class": k, "support": n,
                     "auroc": float(roc_auc_score(hit, probs[:, k])) if both else None,
@@ -90,11 +95,29 @@ def per_class(labels: np.ndarray, probs: np.ndarray) -> list[dict[str, float | i
     return out
 
 
+def classification_report(labels: np.ndarray, probs: np.ndarray) -> tuple[dict[str, float], list[dict]]:
+    """``classification_metrics`` and ``per_class`` from one one-vs-rest pass: the macro values
+    are means of the per-class ones over the classes present (class 1 alone for binary input)."""
+    labels, probs = _check(labels, probs)
+    predicted = predictions(probs)
+    rows = _per_class(labels, probs, predicted)
+    scored = rows[1:] if probs.ndim == 1 else rows
+
+    def macro(metric: str) -> float:
+        values = [r[metric] for r in scored if r[metric] is not None]
+        return float(np.mean(values)) if values else float("nan")
+
+    metrics = {"auroc": macro("auroc"), "accuracy": float(np.mean(predicted == labels)),
+               "balanced_accuracy": float(np.mean([r["recall"] for r in rows if r["support"]])),
+               "auprc": macro("auprc")}
+    return metrics, rows
+
+
 def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict[str, float]:
     """``auroc``, ``accuracy``, ``balanced_accuracy`` and ``auprc`` of one set of predictions."""
-    return {"auroc": auroc(labels, probs), "accuracy": accuracy(labels, probs),
-            "balanced_accuracy": balanced_accuracy(labels, probs), "auprc": auprc(labels, probs)}
+    return classification_report(labels, probs)[0]
 
 
-__all__ = ["accuracy", "auprc", "auroc", "balanced_accuracy", "classification_metrics", "one_vs_rest",
+__all__ = ["accuracy", "auprc", "auroc", "balanced_accuracy", "classification_metrics",
+           "classification_report", "one_vs_rest",
            "per_class", "predictions"]

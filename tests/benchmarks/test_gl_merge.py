@@ -106,7 +106,8 @@ def test_bn_stats_switch_reaches_the_config():
 def test_final_switch_defaults_to_algorithm_1_as_written():
     from benchmarks.gl import build_parser, dataset_config
 
-    assert build_parser().parse_args(["--json", "x.json"]).final == "local"
+    # unset, the switch keeps GLConfig's default: Algorithm 1's own last-round weights
+    assert build_parser().parse_args(["--json", "x.json"]).final is None
     assert dataset_config("gl_heart", quick=True, device="cpu").final_average is False
     assert dataset_config("gl_heart", quick=True, device="cpu", final="average").final_average is True
 

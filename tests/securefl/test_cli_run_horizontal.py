@@ -84,6 +84,22 @@ def test_fedavg_federation_switches_reach_the_run(tmp_path):
     assert result["rounds"] == 2
 
 
+@pytest.mark.parametrize("switch", ["bn_stats", "final"])
+def test_help_names_the_default_that_glconfig_applies(switch):
+    # Arrange: the run command leaves the switch unset, so GLConfig's default applies
+    import argparse
+
+    from securefl.algorithms.gl import switch_default
+    from securefl.commands.run_horizontal import add_arguments
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    # Act
+    action = next(a for a in parser._actions if a.dest == switch)
+    # Assert
+    assert action.default is None
+    assert action.help.endswith(f"(default: {switch_default(switch)})")
+
+
 def test_one_epoch_gl_run_says_that_nothing_was_federated(tmp_path, capsys):
     # Arrange
     table = _table(tmp_path, clients=["north", "south"])

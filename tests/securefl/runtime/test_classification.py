@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protocols.errors import InputError
 from securefl.runtime.classification import (accuracy, auprc, auroc, balanced_accuracy, classification_metrics,
-                                             per_class, predictions)
+                                             classification_report, per_class, predictions)
 
 
 def test_binary_metrics_on_a_perfect_ranking():
@@ -71,3 +73,28 @@ def test_per_class_reports_every_output_column_and_marks_absent_classes():
 def test_per_class_of_binary_probabilities_has_both_classes():
     rows = per_class(np.array([0, 1, 1]), np.array([0.2, 0.9, 0.4]))
     assert [r["class"] for r in rows] == [0, 1] and rows[1]["auroc"] == pytest.approx(1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(2, 40), columns=st.integers(1, 5), seed=st.integers(0, 2**32 - 1))
+def test_report_agrees_with_the_reference_metrics(rows, columns, seed):
+    # Arrange: random labels (some classes absent) and probabilities rounded so ties (also at 0.5) occur
+    gen = np.random.default_rng(seed)
+    width = max(columns, 2)
+    labels = gen.integers(0, width, rows)
+    probs = np.round(gen.dirichlet(np.ones(width), rows), 1)
+    if columns == 1:
+        probs = probs[:, 1]
+    # Act
+    metrics, classes = classification_report(labels, probs)
+    # Assert: one pass gives what the separate reference functions give
+    reference = {"auroc": auroc(labels, probs), "auprc": auprc(labels, probs),
+                 "accuracy": accuracy(labels, probs), "balanced_accuracy": balanced_accuracy(labels, probs)}
+    for name, value in reference.items():
+        assert metrics[name] == pytest.approx(value, nan_ok=True), name
+    assert classes == per_class(labels, probs)
+
+
+def test_binary_labels_outside_zero_one_are_an_input_error():
+    with pytest.raises(InputError, match=r"labels must lie in 0\.\.1, got 0\.\.2"):
+        classification_report(np.array([0, 2]), np.array([0.3, 0.6]))
