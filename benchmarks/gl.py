@@ -132,13 +132,11 @@ def summarise(name: str, runs: list[dict[str, Any]], config: GLConfig, args: arg
              "fedavg (whole model)": next(iter(fedavg["metrics"]["clients"].values()))["federated_parameters"]}
     timing = {kind: {"values": n, **{mode: aggregation_seconds(n, n_clients, secure=mode == "secure", rounds=rounds)
                                      for mode in ("secure", "plain")}} for kind, n in sizes.items()}
-    ours, reference = collect(runs), load_reference(args.reference, name)
-    markdown, records = table2(name, ours, reference)
-    markdown += global_class_table(runs, reference)
-    return {"settings": config.settings(), "seeds": sorted({r["seed"] for r in runs}), "methods": list(METHODS[name]),
-            "parameters": params, "aggregation_round_seconds": timing,
-            "run_seconds": {m: float(np.mean([r["seconds"] for r in runs if r["method"] == m])) for m in METHODS[name]},
-            "table2": records, "best_auroc": best_method_check(records), "runs": runs, "markdown": markdown}
+    return rederive(name, {
+        "settings": config.settings(), "seeds": sorted({r["seed"] for r in runs}), "methods": list(METHODS[name]),
+        "parameters": params, "aggregation_round_seconds": timing,
+        "run_seconds": {m: float(np.mean([r["seconds"] for r in runs if r["method"] == m])) for m in METHODS[name]},
+        "runs": runs}, args.reference)
 
 
 def complete_seeds(runs: Sequence[dict[str, Any]], name: str) -> set[int]:
