@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import os
 import sys
 import time
@@ -73,9 +74,17 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     args = parser.parse_args(argv)
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
+    if not args.skip_openmined and not openmined_available():
+        parser.error("OpenMined PSI (the comparison peer) is not installed: "
+                     "pip install -e '.[bench]', or pass --skip-openmined")
     sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     return Config(sizes=sizes, quick=args.quick, workers=args.workers, skip_openmined=args.skip_openmined,
                   json_path=args.json, markdown_path=args.markdown)
+
+
+def openmined_available() -> bool:
+    """Whether the optional OpenMined PSI package (the ``bench`` extra) can be imported."""
+    return importlib.util.find_spec("private_set_intersection") is not None
 
 
 def make_sets(n: int, *, overlap: float, seed: int) -> tuple[list[str], list[str], int]:

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from benchmarks.psi import main, make_sets, parse_args
 
 
@@ -13,7 +15,7 @@ def test_sets_have_the_requested_overlap():
 
 
 def test_quick_is_small_and_labelled(tmp_path):
-    cfg = parse_args(["--quick", "--json", str(tmp_path / "r.json")])
+    cfg = parse_args(["--quick", "--skip-openmined", "--json", str(tmp_path / "r.json")])
 
     assert cfg.quick and max(cfg.sizes) <= 10_000
 
@@ -21,10 +23,32 @@ def test_quick_is_small_and_labelled(tmp_path):
 def test_benchmark_writes_json_and_markdown(tmp_path):
     out, md = tmp_path / "psi.json", tmp_path / "psi.md"
 
-    code = main(["--sizes", "200", "--quick", "--json", str(out), "--markdown", str(md)])
+    code = main(["--sizes", "200", "--quick", "--skip-openmined", "--json", str(out), "--markdown", str(md)])
 
     report = json.loads(out.read_text())
     row = report["results"][0]
     assert code == 0 and report["quick"] is True
-    assert row["ours"]["correct"] and row["openmined"]["correct"] and row["speedup"] > 0
+    assert row["ours"]["correct"] and "openmined" not in row
     assert "quick run" in md.read_text() and "| 200 |" in md.read_text()
+
+
+def test_benchmark_compares_with_openmined(tmp_path):
+    pytest.importorskip("private_set_intersection.python",
+                        reason="OpenMined PSI, the comparison peer, is the optional 'bench' extra")
+    out, md = tmp_path / "psi.json", tmp_path / "psi.md"
+
+    code = main(["--sizes", "200", "--quick", "--json", str(out), "--markdown", str(md)])
+
+    row = json.loads(out.read_text())["results"][0]
+    assert code == 0 and row["ours"]["correct"] and row["openmined"]["correct"] and row["speedup"] > 0
+
+
+def test_missing_openmined_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("benchmarks.psi.openmined_available", lambda: False)
+    out = tmp_path / "psi.json"
+
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["--quick", "--json", str(out)])
+
+    assert exit_info.value.code == 2 and not out.exists()
+    assert "--skip-openmined" in capsys.readouterr().err
