@@ -45,10 +45,10 @@ def test_benchmark_compares_with_openmined(tmp_path):
 
 def test_missing_openmined_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("benchmarks.psi.openmined_available", lambda: False)
-    out = tmp_path / "psi.json"
+    out, md = tmp_path / "psi.json", tmp_path / "psi.md"
 
     with pytest.raises(SystemExit) as exit_info:
-        parse_args(["--quick", "--json", str(out)])
+        main(["--sizes", "200", "--quick", "--json", str(out), "--markdown", str(md)])
 
-    assert exit_info.value.code == 2 and not out.exists()
+    assert exit_info.value.code == 2 and not out.exists() and not md.exists()
     assert "--skip-openmined" in capsys.readouterr().err
