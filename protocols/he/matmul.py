@@ -34,7 +34,7 @@ def powers(base: mpz, exponents: Sequence[int], modulus: mpz) -> list[mpz]:
     if top == 0:
         return [mpz(1)] * len(exponents)
     width = best_window(top, len(exponents))
-    mask, rows, window_base = (1 << width) - 1, [], base
+    mask, rows, window_base = (1 << width) - 1, [], base % modulus  # every entry reduced, e = 1 too
     for _ in range(-(-top // width)):
         row = [mpz(1), window_base]
         for _ in range(2, 1 << width):

@@ -240,3 +240,11 @@ def test_window_powers_match_builtin_pow() -> None:
     out = powers(base, exps, modulus)
 
     assert [int(v) for v in out] == [pow(int(base), e, int(modulus)) for e in exps]
+
+
+def test_window_powers_reduce_a_base_above_the_modulus() -> None:
+    base, modulus = gmpy2.mpz(1000), gmpy2.mpz(97)
+
+    out = powers(base, [1, 2, 5], modulus)
+
+    assert [int(v) for v in out] == [1000 % 97, pow(1000, 2, 97), pow(1000, 5, 97)]
