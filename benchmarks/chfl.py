@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchmarks.common import RESULTS_DIR, markdown_header, metadata, write_json, write_text
+from benchmarks.common import RESULTS_DIR, dataset_names, markdown_header, metadata, write_json, write_text
 
 DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
 METHODS = ("common", "local", "chfl_mu0", "chfl", "simple")
@@ -98,10 +98,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--render-only", action="store_true",
                    help="rewrite the Markdown and PNG from an existing --json file without running anything")
     a = p.parse_args(argv)
-    datasets = ("digits",) if a.quick else tuple(d for d in a.datasets.split(",") if d)
-    unknown = [d for d in datasets if d not in DATASETS]
-    if unknown:
-        p.error(f"unknown dataset(s) {unknown}; choose from {list(DATASETS)}")
+    datasets = ("digits",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     if min(a.rounds, a.splits, a.runs, a.sweep_splits, a.workers, a.timing_rounds) < 1:
         p.error("--rounds, --splits, --runs, --sweep-splits, --timing-rounds and --workers must be >= 1")
     quick = a.quick

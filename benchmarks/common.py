@@ -12,11 +12,23 @@ import json
 import os
 import platform
 import subprocess
+import argparse
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def dataset_names(parser: argparse.ArgumentParser, value: str, known: Collection[str]) -> tuple[str, ...]:
+    """The comma-separated ``--datasets`` value as names; an unknown one is a one-line usage error (exit 2)."""
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"unknown dataset {unknown[0]!r}; choose from {', '.join(known)}")
+    if not names:
+        parser.error("--datasets names no dataset")
+    return names
 
 
 def git_commit() -> str:

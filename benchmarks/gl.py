@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import metadata, write_json, write_text
+from benchmarks.common import dataset_names, metadata, write_json, write_text
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
                                   render, table2)
 from protocols.channels import SecAggConfig
@@ -280,10 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.markdown = args.markdown or args.json.with_suffix(".md")
     if args.render_only:
         return render_only(args)
-    names = [n.strip() for n in args.datasets.split(",") if n.strip()]
-    unknown = [n for n in names if n not in PAPER_SEEDS]
-    if unknown:
-        parser.error(f"unknown dataset {unknown[0]!r}; choose from {', '.join(PAPER_SEEDS)}")
+    names = dataset_names(parser, args.datasets, PAPER_SEEDS)
     for name in names:  # a missing file stops the benchmark before any worker starts
         try:
             load_registered(name, kind="gl", data_dir=args.data_dir)

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from benchmarks.common import RESULTS_DIR, markdown_header, metadata, write_json, write_text
+from benchmarks.common import RESULTS_DIR, dataset_names, markdown_header, metadata, write_json, write_text
 
 DATASETS = ("breast", "default_credit", "give_credit")
 PAPER_NAMES = {"breast": "cancer", "default_credit": "payment", "give_credit": "credit"}
@@ -79,10 +79,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--merge", action="store_true",
                    help="add these datasets to the existing --json file instead of replacing it")
     a = p.parse_args(argv)
-    datasets = ("breast",) if a.quick else tuple(d for d in a.datasets.split(",") if d)
-    unknown = [d for d in datasets if d not in DATASETS]
-    if unknown:
-        p.error(f"unknown dataset(s) {unknown}; choose from {list(DATASETS)}")
+    datasets = ("breast",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     if a.seeds < 1 or a.epochs < 1:
         p.error("--seeds and --epochs must be at least 1")
     return Config(datasets=datasets, seeds=2 if a.quick else a.seeds, epochs=10 if a.quick else a.epochs,
