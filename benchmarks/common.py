@@ -7,12 +7,12 @@ settings that produced it.
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import os
 import platform
 import subprocess
-import argparse
 import tempfile
 from pathlib import Path
 from typing import Any, Collection, Sequence

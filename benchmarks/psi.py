@@ -84,7 +84,10 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
 
 def openmined_available() -> bool:
     """Whether the optional OpenMined PSI package (the ``bench`` extra) can be imported."""
-    return importlib.util.find_spec("private_set_intersection") is not None
+    try:  # the module run_openmined imports; find_spec imports the parent package first
+        return importlib.util.find_spec("private_set_intersection.python") is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def make_sets(n: int, *, overlap: float, seed: int) -> tuple[list[str], list[str], int]:
