@@ -57,21 +57,30 @@ class PackedEvaluator:
         return plains, exponent
 
     def product(self, cts: Sequence[Any], m: np.ndarray, plan: Plan, groups: range | None = None,
-                prepared: Prepared | None = None) -> tuple[list[Any], int]:
+                prepared: Prepared | None = None,
+                baby: Sequence[Sequence[Any]] | None = None) -> tuple[list[Any], int]:
         """Output ciphertexts of ``X @ (M 2^k)`` (None where all zero) and the exponent k.
 
         ``groups``: only these giant groups (a range; default all), so that two processes
         can share one product: the part of groups ``g0..`` is the product's sum over them
         rotated by ``-g0`` giant steps, and :meth:`join` adds the parts up. ``prepared``:
         :meth:`plaintexts` of the same M, plan layout and groups, made ahead of time.
+        ``baby``: :meth:`baby_steps` of ``cts``, computed elsewhere (the other process).
         """
         groups = range(plan.giant) if groups is None else groups
         plains, exponent = self.plaintexts(m, plan, groups) if prepared is None else prepared
+        baby = self.baby_steps(cts, plan) if baby is None else baby
+        if len(baby) != len(cts) or any(len(steps) != plan.baby for steps in baby):
+            raise InputError(f"expected {plan.baby} baby steps for each of {len(cts)} input ciphertexts")
         outs = []
         for block in range(plan.row_blocks):
-            baby = [self._baby(cts[block * plan.chunks + q], plan) for q in range(plan.chunks)]
-            outs += [self._giant(baby, plains, o, plan, groups) for o in range(plan.out_cts)]
+            steps = baby[block * plan.chunks:(block + 1) * plan.chunks]
+            outs += [self._giant(steps, plains, o, plan, groups) for o in range(plan.out_cts)]
         return outs, exponent
+
+    def baby_steps(self, cts: Sequence[Any], plan: Plan) -> list[list[Any]]:
+        """Each input ciphertext rotated by 0..s-1 contraction positions (s - 1 key switches each)."""
+        return [self._baby(ct, plan) for ct in cts]
 
     def join(self, outs: list[Any], parts: list[Any], plan: Plan, start: int) -> list[Any]:
         """``outs`` (groups ``0..start-1``) plus ``parts`` (groups ``start..``, see :meth:`product`)."""
@@ -95,7 +104,8 @@ class PackedEvaluator:
             steps.append(self._rotate(steps[-1], plan.lanes))
         return steps
 
-    def _giant(self, baby: list[list[Any]], plains: dict, out: int, plan: Plan, groups: range) -> Any:
+    def _giant(self, baby: Sequence[Sequence[Any]], plains: dict, out: int, plan: Plan,
+               groups: range) -> Any:
         """Horner over giant groups: acc = inner_g + rot_s(acc), from the last group down."""
         acc = None
         for g in reversed(groups):

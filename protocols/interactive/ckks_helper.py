@@ -9,7 +9,9 @@ takes three kinds of job:
 * the second half of the giant groups of a product (the forward ``Enc(a) @ W~``): each
   side encodes only its groups' plaintext diagonals (the costliest part), the helper
   returns its partial sums, and the caller rotates them into place, adds its own and
-  masks the whole;
+  masks the whole. Both halves need every baby step (rotation) of the inputs: the helper
+  computes them and sends them back first (an early reply), while the caller encodes its
+  diagonals, so that they are rotated once, not twice (about 2% less time per HE-VFL run);
 * preparing the next forward product: as soon as the caller has updated W~ it sends it,
   and the helper encodes its groups' diagonals while the key owner decrypts, back-propagates
   and encrypts the next batch, so that its part of the product is rotations and
@@ -27,6 +29,8 @@ arrays, ints, plans); nothing a peer sent is unpickled, and no secret key exists
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import socket
 import subprocess
@@ -36,7 +40,7 @@ import weakref
 from collections import deque
 from dataclasses import replace
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Generator, Mapping
 
 import numpy as np
 
@@ -110,8 +114,24 @@ def partial_product(evaluator: _Evaluator, fields: Mapping[str, Any], m: np.ndar
     return [None if ct is None else ciphertext_bytes(ct) for ct in outs], [ciphertext_bytes(z) for z in zeros]
 
 
+def shared_partial_product(evaluator: _Evaluator, fields: Mapping[str, Any], m: np.ndarray, plan: Plan,
+                           groups: range, spare: int, version: int | None = None
+                           ) -> Generator[list[list[bytes]], None, tuple[list[bytes | None], list[bytes]]]:
+    """:func:`partial_product` that first yields its baby steps (serialised, rotations 1..s-1 of
+    each input ciphertext) for the caller, which then skips its own rotations of the same inputs."""
+    cts = evaluator.load(fields, plan)
+    baby = evaluator.baby_steps(cts, plan)
+    yield [[ciphertext_bytes(ct) for ct in steps[1:]] for steps in baby]
+    ready = evaluator.prepared
+    prepared = ready[3] if ready is not None and ready[:3] == (version, _layout(plan), groups) else None
+    outs, _ = evaluator.product(cts, m, plan, groups, prepared, baby)
+    zeros = [evaluator.zeros.pop() for _ in range(min(spare, len(evaluator.zeros)))]
+    return [None if ct is None else ciphertext_bytes(ct) for ct in outs], [ciphertext_bytes(z) for z in zeros]
+
+
 _JOBS: dict[str, Callable[..., Any]] = {"input_grad": input_grad_fields, "partial": partial_product,
-                                        "prepare": prepare_product}
+                                        "shared_partial": shared_partial_product, "prepare": prepare_product}
+"""What the helper runs. A job that is a generator sends each value it yields as an early reply."""
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -133,9 +153,20 @@ def serve(fd: int) -> None:
         except EOFError:
             return
         try:
-            conn.send(("ok", _JOBS[name](evaluator, *args)))
+            conn.send(("ok", _run(_JOBS[name](evaluator, *args), conn)))
         except Exception as exc:  # noqa: BLE001 - sent to the evaluator, which re-raises it
             conn.send(("error", _portable(exc)))
+
+
+def _run(outcome: Any, conn: Connection) -> Any:
+    """A job's result; a generator's yields go to the caller first, as early replies."""
+    if not isinstance(outcome, Generator):
+        return outcome
+    while True:
+        try:
+            conn.send(("early", next(outcome)))
+        except StopIteration as stop:
+            return stop.value
 
 
 class EvaluatorHelper:
@@ -168,7 +199,8 @@ class EvaluatorHelper:
         self._greeting = threading.Thread(target=_greet, args=(self._conn, public.serialize(), mask_bits),
                                           name="ckks-helper-context", daemon=True)
         self._greeting.start()
-        self._replies: deque[str] = deque()  # what each reply still to come answers, in order
+        self._replies: deque[tuple[int, str]] = deque()  # (job, "ack" | "early" | "result") still to come
+        self._jobs = itertools.count()
 
     def input_grad(self, noise: Mapping[str, Any], dz: np.ndarray,
                    w: np.ndarray) -> Callable[[], dict[str, Any]]:
@@ -183,17 +215,28 @@ class EvaluatorHelper:
         return self._submit("partial", dict(fields), np.array(m, dtype=np.float64), plan, groups, spare,
                             version)
 
+    def shared_partial(self, fields: Mapping[str, Any], m: np.ndarray, plan: Plan, groups: range,
+                       spare: int = 0, version: int | None = None
+                       ) -> tuple[Callable[[], list[list[bytes]]],
+                                  Callable[[], tuple[list[bytes | None], list[bytes]]]]:
+        """Start :func:`shared_partial_product`; the two returned calls wait for its baby steps
+        and for its result."""
+        result = self._submit("shared_partial", dict(fields), np.array(m, dtype=np.float64), plan, groups,
+                              spare, version, early=1)
+        return functools.partial(self._wait, "early"), result
+
     def prepare(self, version: int, m: np.ndarray, plan: Plan, groups: range) -> None:
         """Start :func:`prepare_product` and go on: its errors surface with the next result."""
         self._send("prepare", version, np.array(m, dtype=np.float64), plan, groups)
-        self._replies.append("ack")
+        self._replies.append((next(self._jobs), "ack"))
 
-    def _submit(self, name: str, *args: Any) -> Callable[[], Any]:
-        if "result" in self._replies:
+    def _submit(self, name: str, *args: Any, early: int = 0) -> Callable[[], Any]:
+        if any(kind != "ack" for _, kind in self._replies):
             raise ProtocolError("the helper is still busy with its previous job")
         self._send(name, *args)
-        self._replies.append("result")
-        return self._result
+        job = next(self._jobs)
+        self._replies.extend([(job, "early")] * early + [(job, "result")])
+        return functools.partial(self._wait, "result")
 
     def _send(self, name: str, *args: Any) -> None:
         self._greeting.join()
@@ -202,17 +245,24 @@ class EvaluatorHelper:
         except OSError as err:
             raise ProtocolError("the packed evaluator's helper process stopped") from err
 
-    def _result(self) -> Any:
+    def _wait(self, wanted: str) -> Any:
+        """Read replies in order up to the next one of kind ``wanted`` and return its value.
+
+        A job that fails sends one error and nothing else: the replies it still owed are dropped.
+        """
         while self._replies:
-            kind = self._replies.popleft()
+            job, kind = self._replies.popleft()
             try:
                 status, value = self._conn.recv()
             except (EOFError, OSError) as err:
                 self._replies.clear()
                 raise ProtocolError("the packed evaluator's helper process stopped") from err
-            if status != "ok":
+            if status == "error":
+                self._replies = deque(entry for entry in self._replies if entry[0] != job)
                 raise value
-            if kind == "result":
+            if status != ("early" if kind == "early" else "ok"):
+                raise ProtocolError(f"the helper sent {status!r} where {kind!r} was due")
+            if kind == wanted:
                 return value
         raise ProtocolError("no job is waiting for the helper")
 
@@ -238,4 +288,4 @@ def _stop(conn: Connection, process: subprocess.Popen) -> None:
 
 
 __all__ = ["EvaluatorHelper", "input_bound", "input_grad_fields", "partial_product", "prepare_product",
-           "serve"]
+           "serve", "shared_partial_product"]

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from protocols.errors import DecodeError, ProtocolError
+from protocols.errors import DecodeError, InputError, ProtocolError
 from protocols.interactive.ckks_engine import PackedCKKSKey, PackedKeyOwner
 from protocols.interactive.ckks_evaluator import PackedEvaluator
 from protocols.interactive.ckks_helper import EvaluatorHelper
@@ -69,6 +69,50 @@ def test_the_helper_shares_a_product_and_hands_over_spare_zeros(key: PackedCKKSK
 
     assert len(zeros) <= 3 and len(evaluator.zeros) == max(0, len(zeros) - plan.n_outputs)
     assert np.allclose(owner.decrypt(reply, plan) - mask, x @ w, atol=1e-6)
+
+
+def test_baby_steps_from_the_helper_stand_in_for_the_callers_own_rotations(key: PackedCKKSKey) -> None:
+    x, w, plan, fields = _inputs(key)
+    evaluator, owner, public = PackedEvaluator(key.public_context()), PackedKeyOwner(key), key.public_context()
+    helper = EvaluatorHelper(public, mask_bits=16)
+    try:
+        half = plan.giant // 2
+        steps, pending = helper.shared_partial(fields, w, plan, range(half, plan.giant))
+        cts = evaluator.load(fields, plan)
+        baby = [[ct, *(ciphertext_from_bytes(public, b) for b in blobs)] for ct, blobs in zip(cts, steps())]
+        mine, exponent = evaluator.product(cts, w, plan, range(half), baby=baby)
+        theirs = [ciphertext_from_bytes(public, b) for b in pending()[0]]
+        reply, mask = evaluator.masked(evaluator.join(mine, theirs, plan, half), plan, exponent, 1.0)
+    finally:
+        helper.close()
+
+    assert [len(steps) for steps in baby] == [plan.baby] * plan.n_inputs
+    assert np.allclose(owner.decrypt(reply, plan) - mask, x @ w, atol=1e-6)
+
+
+def test_a_product_refuses_baby_steps_of_the_wrong_shape(key: PackedCKKSKey) -> None:
+    _, w, plan, fields = _inputs(key)
+    evaluator = PackedEvaluator(key.public_context())
+    cts = evaluator.load(fields, plan)
+
+    with pytest.raises(InputError, match="baby steps"):
+        evaluator.product(cts, w, plan, baby=[[ct] for ct in cts])
+
+
+def test_a_shared_job_that_fails_owes_no_further_replies(key: PackedCKKSKey) -> None:
+    x, w, plan, fields = _inputs(key)
+    helper = EvaluatorHelper(key.public_context(), mask_bits=16)
+    try:
+        steps, pending = helper.shared_partial({**fields, "key_id": "0" * 32}, w, plan, range(plan.giant))
+        with pytest.raises(DecodeError):
+            steps()
+        with pytest.raises(ProtocolError, match="no job"):
+            pending()
+        blobs, _ = helper.partial(fields, w, plan, range(plan.giant))()  # the helper is free again
+    finally:
+        helper.close()
+
+    assert len(blobs) == plan.n_outputs
 
 
 def test_prepared_plaintexts_are_used_for_their_version_only(key: PackedCKKSKey) -> None:
