@@ -107,11 +107,7 @@ def partial_product(evaluator: _Evaluator, fields: Mapping[str, Any], m: np.ndar
     ``version``: the caller's word that ``m`` is what it prepared under that number
     (:func:`prepare_product`); the prepared plaintexts are used if layout and groups match too.
     """
-    ready = evaluator.prepared
-    prepared = ready[3] if ready is not None and ready[:3] == (version, _layout(plan), groups) else None
-    outs, _ = evaluator.product(evaluator.load(fields, plan), m, plan, groups, prepared)
-    zeros = [evaluator.zeros.pop() for _ in range(min(spare, len(evaluator.zeros)))]
-    return [None if ct is None else ciphertext_bytes(ct) for ct in outs], [ciphertext_bytes(z) for z in zeros]
+    return _partial(evaluator, evaluator.load(fields, plan), m, plan, groups, spare, version)
 
 
 def shared_partial_product(evaluator: _Evaluator, fields: Mapping[str, Any], m: np.ndarray, plan: Plan,
@@ -122,6 +118,12 @@ def shared_partial_product(evaluator: _Evaluator, fields: Mapping[str, Any], m: 
     cts = evaluator.load(fields, plan)
     baby = evaluator.baby_steps(cts, plan)
     yield [[ciphertext_bytes(ct) for ct in steps[1:]] for steps in baby]
+    return _partial(evaluator, cts, m, plan, groups, spare, version, baby)
+
+
+def _partial(evaluator: _Evaluator, cts: list[Any], m: np.ndarray, plan: Plan, groups: range, spare: int,
+             version: int | None, baby: list[list[Any]] | None = None
+             ) -> tuple[list[bytes | None], list[bytes]]:
     ready = evaluator.prepared
     prepared = ready[3] if ready is not None and ready[:3] == (version, _layout(plan), groups) else None
     outs, _ = evaluator.product(cts, m, plan, groups, prepared, baby)
