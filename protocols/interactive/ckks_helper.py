@@ -99,31 +99,19 @@ def prepare_product(evaluator: _Evaluator, version: int, m: np.ndarray, plan: Pl
 
 
 def partial_product(evaluator: _Evaluator, fields: Mapping[str, Any], m: np.ndarray, plan: Plan,
-                    groups: range, spare: int,
-                    version: int | None = None) -> tuple[list[bytes | None], list[bytes]]:
+                    groups: range, spare: int, version: int | None = None
+                    ) -> Generator[list[list[bytes]], None, tuple[list[bytes | None], list[bytes]]]:
     """Serialised outputs of ``X @ m`` over giant ``groups`` only (see ``PackedEvaluator.product``),
     and up to ``spare`` fresh encryptions of zero from the helper's pool for the caller.
 
+    First yields the baby steps (serialised rotations 1..s-1 of each input ciphertext), so that
+    the caller, which needs the same ones for its own groups, does not compute them again.
     ``version``: the caller's word that ``m`` is what it prepared under that number
     (:func:`prepare_product`); the prepared plaintexts are used if layout and groups match too.
     """
-    return _partial(evaluator, evaluator.load(fields, plan), m, plan, groups, spare, version)
-
-
-def shared_partial_product(evaluator: _Evaluator, fields: Mapping[str, Any], m: np.ndarray, plan: Plan,
-                           groups: range, spare: int, version: int | None = None
-                           ) -> Generator[list[list[bytes]], None, tuple[list[bytes | None], list[bytes]]]:
-    """:func:`partial_product` that first yields its baby steps (serialised, rotations 1..s-1 of
-    each input ciphertext) for the caller, which then skips its own rotations of the same inputs."""
     cts = evaluator.load(fields, plan)
     baby = evaluator.baby_steps(cts, plan)
     yield [[ciphertext_bytes(ct) for ct in steps[1:]] for steps in baby]
-    return _partial(evaluator, cts, m, plan, groups, spare, version, baby)
-
-
-def _partial(evaluator: _Evaluator, cts: list[Any], m: np.ndarray, plan: Plan, groups: range, spare: int,
-             version: int | None, baby: list[list[Any]] | None = None
-             ) -> tuple[list[bytes | None], list[bytes]]:
     ready = evaluator.prepared
     prepared = ready[3] if ready is not None and ready[:3] == (version, _layout(plan), groups) else None
     outs, _ = evaluator.product(cts, m, plan, groups, prepared, baby)
@@ -132,7 +120,7 @@ def _partial(evaluator: _Evaluator, cts: list[Any], m: np.ndarray, plan: Plan, g
 
 
 _JOBS: dict[str, Callable[..., Any]] = {"input_grad": input_grad_fields, "partial": partial_product,
-                                        "shared_partial": shared_partial_product, "prepare": prepare_product}
+                                        "prepare": prepare_product}
 """What the helper runs. A job that is a generator sends each value it yields as an early reply."""
 
 
@@ -212,19 +200,12 @@ class EvaluatorHelper:
 
     def partial(self, fields: Mapping[str, Any], m: np.ndarray, plan: Plan, groups: range,
                 spare: int = 0, version: int | None = None
-                ) -> Callable[[], tuple[list[bytes | None], list[bytes]]]:
-        """Start :func:`partial_product`; the returned call waits for its result."""
-        return self._submit("partial", dict(fields), np.array(m, dtype=np.float64), plan, groups, spare,
-                            version)
-
-    def shared_partial(self, fields: Mapping[str, Any], m: np.ndarray, plan: Plan, groups: range,
-                       spare: int = 0, version: int | None = None
-                       ) -> tuple[Callable[[], list[list[bytes]]],
-                                  Callable[[], tuple[list[bytes | None], list[bytes]]]]:
-        """Start :func:`shared_partial_product`; the two returned calls wait for its baby steps
-        and for its result."""
-        result = self._submit("shared_partial", dict(fields), np.array(m, dtype=np.float64), plan, groups,
-                              spare, version, early=1)
+                ) -> tuple[Callable[[], list[list[bytes]]],
+                           Callable[[], tuple[list[bytes | None], list[bytes]]]]:
+        """Start :func:`partial_product`; the two returned calls wait for its baby steps and for
+        its result (waiting for the result alone skips the baby steps)."""
+        result = self._submit("partial", dict(fields), np.array(m, dtype=np.float64), plan, groups, spare,
+                              version, early=1)
         return functools.partial(self._wait, "early"), result
 
     def prepare(self, version: int, m: np.ndarray, plan: Plan, groups: range) -> None:
@@ -290,4 +271,4 @@ def _stop(conn: Connection, process: subprocess.Popen) -> None:
 
 
 __all__ = ["EvaluatorHelper", "input_bound", "input_grad_fields", "partial_product", "prepare_product",
-           "serve", "shared_partial_product"]
+           "serve"]

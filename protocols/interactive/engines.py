@@ -285,8 +285,7 @@ class PackedActive(ActiveEngine):
         start = split_groups(plan.giant)  # the helper takes the giant groups from here on
         spare = max(0, 2 * plan.n_outputs - len(self.core.zeros))  # this product's and the weight's
         version = self._prepared[0] if self._prepared and np.array_equal(self._prepared[1], w) else None
-        steps, pending = self.helper.shared_partial(self._forward, w, plan, range(start, plan.giant), spare,
-                                                    version)
+        steps, pending = self.helper.partial(self._forward, w, plan, range(start, plan.giant), spare, version)
         prepared = self.core.plaintexts(w, plan, range(start))  # while the helper rotates the inputs
         public = self.core.seal.public
         baby = [[ct, *(ciphertext_from_bytes(public, blob) for blob in blobs)] for ct, blobs in zip(cts, steps())]

@@ -58,7 +58,7 @@ def test_the_helper_shares_a_product_and_hands_over_spare_zeros(key: PackedCKKSK
     helper = EvaluatorHelper(key.public_context(), mask_bits=16)
     try:
         half = plan.giant // 2
-        pending = helper.partial(fields, w, plan, range(half, plan.giant), spare=3)
+        _, pending = helper.partial(fields, w, plan, range(half, plan.giant), spare=3)
         mine, exponent = evaluator.product(evaluator.load(fields, plan), w, plan, range(half))
         blobs, zeros = pending()
         theirs = [ciphertext_from_bytes(key.public_context(), b) for b in blobs]
@@ -77,7 +77,7 @@ def test_baby_steps_from_the_helper_stand_in_for_the_callers_own_rotations(key: 
     helper = EvaluatorHelper(public, mask_bits=16)
     try:
         half = plan.giant // 2
-        steps, pending = helper.shared_partial(fields, w, plan, range(half, plan.giant))
+        steps, pending = helper.partial(fields, w, plan, range(half, plan.giant))
         cts = evaluator.load(fields, plan)
         baby = [[ct, *(ciphertext_from_bytes(public, b) for b in blobs)] for ct, blobs in zip(cts, steps())]
         mine, exponent = evaluator.product(cts, w, plan, range(half), baby=baby)
@@ -99,16 +99,16 @@ def test_a_product_refuses_baby_steps_of_the_wrong_shape(key: PackedCKKSKey) -> 
         evaluator.product(cts, w, plan, baby=[[ct] for ct in cts])
 
 
-def test_a_shared_job_that_fails_owes_no_further_replies(key: PackedCKKSKey) -> None:
+def test_a_partial_job_that_fails_owes_no_further_replies(key: PackedCKKSKey) -> None:
     x, w, plan, fields = _inputs(key)
     helper = EvaluatorHelper(key.public_context(), mask_bits=16)
     try:
-        steps, pending = helper.shared_partial({**fields, "key_id": "0" * 32}, w, plan, range(plan.giant))
+        steps, pending = helper.partial({**fields, "key_id": "0" * 32}, w, plan, range(plan.giant))
         with pytest.raises(DecodeError):
             steps()
         with pytest.raises(ProtocolError, match="no job"):
             pending()
-        blobs, _ = helper.partial(fields, w, plan, range(plan.giant))()  # the helper is free again
+        blobs, _ = helper.partial(fields, w, plan, range(plan.giant))[1]()  # the helper is free again
     finally:
         helper.close()
 
@@ -123,7 +123,7 @@ def test_prepared_plaintexts_are_used_for_their_version_only(key: PackedCKKSKey)
     groups = range(plan.giant)
 
     def product(m: np.ndarray, version: int | None) -> np.ndarray:
-        blobs, _ = helper.partial(fields, m, plan, groups, version=version)()
+        blobs, _ = helper.partial(fields, m, plan, groups, version=version)[1]()
         outs = [ciphertext_from_bytes(key.public_context(), b) for b in blobs]
         exponent = evaluator.plaintexts(m, plan, range(0))[1]
         reply, mask = evaluator.masked(outs, plan, exponent, 1.0)
@@ -151,11 +151,11 @@ def test_helper_errors_reach_the_caller_as_ours_and_a_closed_helper_refuses_work
     bad = {**fields, "key_id": "0" * 32}
 
     with pytest.raises(DecodeError):
-        helper.partial(bad, w, plan, range(plan.giant))()
+        helper.partial(bad, w, plan, range(plan.giant))[1]()
     helper.close()
     helper.close()
     with pytest.raises(ProtocolError, match="stopped"):
-        helper.partial(fields, w, plan, range(plan.giant))()
+        helper.partial(fields, w, plan, range(plan.giant))[1]()
 
 
 def test_serialised_ciphertexts_round_trip_and_garbage_is_refused(key: PackedCKKSKey) -> None:
