@@ -12,7 +12,8 @@ from protocols.interactive.ckks_engine import PackedCKKSKey, PackedKeyOwner
 from protocols.interactive.ckks_evaluator import PackedEvaluator
 from protocols.interactive.ckks_helper import EvaluatorHelper
 from protocols.interactive.packing import make_plan
-from protocols.interactive.sealwire import ciphertext_bytes, ciphertext_from_bytes
+from protocols.interactive.sealwire import (ciphertext_bytes, ciphertext_from_bytes, ciphertexts_fields,
+                                           ciphertexts_from_fields)
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +168,18 @@ def test_serialised_ciphertexts_round_trip_and_garbage_is_refused(key: PackedCKK
     assert ciphertext_bytes(again) == ciphertext_bytes(ct)
     with pytest.raises(DecodeError):
         ciphertext_from_bytes(key.public_context(), b"not a ciphertext")
+
+
+def test_packed_fields_with_a_ciphertext_below_the_top_level_are_refused(key: PackedCKKSKey) -> None:
+    # the CKKSArray check reads the first ciphertext's level only; a lower one after it
+    # would reach SEAL's plaintext product as an untyped parameter mismatch
+    evaluator = PackedEvaluator(key.public_context())
+    top, low = evaluator.seal.zero(), evaluator.seal.zero()
+    evaluator.seal.evaluator.mod_switch_to_next_inplace(low)
+    fields = ciphertexts_fields(key.public_context(), [top, low], bound_exp=0)
+
+    with pytest.raises(DecodeError, match="level 0"):
+        ciphertexts_from_fields(key.public_context(), fields, 2)
 
 
 def test_an_engine_forward_is_right_whether_or_not_its_matrix_was_prepared(key: PackedCKKSKey) -> None:
