@@ -183,13 +183,14 @@ class CKKSPublicContext(PublicContext):
             raise DecodeError("CKKS array metadata out of range")
         try:
             tensor = ts.ckks_tensor_from(self.tenseal_context, data)
-            first = tensor.data.ciphertext()[0]
+            cts = tensor.data.ciphertext()
         except (*_TENSEAL_ERRORS, IndexError) as exc:
             raise DecodeError(f"malformed CKKS tensor: {exc}") from None
         expected = shape[1:] if layout == "batched" else shape
         chain = len(self._config.coeff_mod_bit_sizes) - 1
-        if list(tensor.shape) != expected or first.size() != 2 \
-                or chain - first.coeff_modulus_size() != ints["level"]:
+        # every ciphertext: one of another size or level would reach SEAL as an untyped error
+        if list(tensor.shape) != expected or not cts or any(
+                ct.size() != 2 or chain - ct.coeff_modulus_size() != ints["level"] for ct in cts):
             raise DecodeError("CKKS tensor does not match its declared shape or level")
         return CKKSArray(self, tuple(shape), tensor, layout=layout, lane_count=ints["lane_count"],
                          level=ints["level"], bound=math.ldexp(1.0, ints["bound_exp"]))
