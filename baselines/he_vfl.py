@@ -259,20 +259,26 @@ def he_vfl_active(transport: Transport, *, passive: str, table: PartyTable,
         phases["inference"] = time.perf_counter() - mark
     finally:
         model.layer.close()
-    total = config.total_steps(len(train))
     scored = test[:len(scores)]
     result = {"method": "he-vfl", "he": config.he,
               "metrics": binary_metrics(y[[position[v] for v in scored]], scores),
-              "phases": phases, "seconds": time.perf_counter() - start,
-              "intersection_size": psi.size, "train_rows": len(train), "test_rows": len(test),
-              "epochs": epochs, "steps": steps, "total_steps": total,
-              "step_seconds": phases["training"] / max(steps, 1), "first_step_s": run.first_step_s,
-              "projected_training_s": project_training(phases["training"], run.first_step_s, steps, total),
-              "scored_rows": len(scored),
-              "projected_inference_s": phases["inference"] * len(test) / len(scored)}
+              "phases": phases, "seconds": time.perf_counter() - start, "intersection_size": psi.size,
+              **_schedule_fields(run, phases, epochs, steps, len(train), len(test), len(scored))}
     if return_weights:
         result["weights"] = _active_weights(model)
     return result
+
+
+def _schedule_fields(run: _ActiveRun, phases: dict[str, float], epochs: int, steps: int,
+                     train_rows: int, test_rows: int, scored_rows: int) -> dict[str, Any]:
+    """Rows, steps done and the times projected to the whole schedule (see HEVFLConfig)."""
+    total = run.config.total_steps(train_rows)
+    return {"train_rows": train_rows, "test_rows": test_rows, "epochs": epochs, "steps": steps,
+            "total_steps": total, "step_seconds": phases["training"] / max(steps, 1),
+            "first_step_s": run.first_step_s,
+            "projected_training_s": project_training(phases["training"], run.first_step_s, steps, total),
+            "scored_rows": scored_rows,
+            "projected_inference_s": phases["inference"] * test_rows / scored_rows}
 
 
 def project_training(seconds: float, first_step_s: float, steps: int, total: int) -> float:

@@ -30,6 +30,7 @@ import tenseal as ts
 from benchmarks.common import RESULTS_DIR, markdown_header, markdown_table, metadata, write_json, write_text
 from protocols.errors import InputError
 from protocols.he import EncryptedArray, SecretContext, make_he
+from securefl.runtime import validation as check
 
 OPS = ("encrypt", "decrypt", "add", "multiply", "matmul")
 
@@ -56,8 +57,7 @@ class Config:
         if self.ckks_poly_modulus_degree < 8192:
             raise InputError("the benchmark needs CKKS poly_modulus_degree >= 8192 for [60, 40, 40, 60]")
         for name in ("batch", "d_in", "d_out", "phe_samples", "repeats"):
-            if getattr(self, name) < 1:
-                raise InputError(f"{name} must be positive")
+            check.positive_int("benchmarks.he.Config", name, getattr(self, name))
 
     def settings(self) -> dict[str, Any]:
         out = asdict(self)

@@ -47,6 +47,7 @@ from torch import nn
 
 from protocols.errors import InputError
 from securefl.models.mlp import seeded_
+from securefl.runtime import validation as check
 
 GLOBAL_LAYERS = (1, 2, 3)
 """Indices into :attr:`GLModel.mlp` of the federated layers (the paper's MLP layers 2-4)."""
@@ -67,9 +68,7 @@ class TabularShape:
 
     def __post_init__(self) -> None:
         for name in ("embed_dim", "heads", "blocks", "ff_dim", "width", "gff_hidden", "head_width"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"TabularShape.{name} must be a positive int, got {value!r}")
+            check.positive_int("TabularShape", name, getattr(self, name))
         if self.embed_dim % self.heads:
             raise InputError(f"TabularShape.embed_dim ({self.embed_dim}) must be a multiple of heads ({self.heads})")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:

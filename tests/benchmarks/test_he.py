@@ -30,3 +30,9 @@ def test_benchmark_runs_and_writes_labelled_results(tmp_path: Path, monkeypatch:
     ops = {(r["backend"], r["op"]) for r in result["results"]}
     assert ("paillier", "matmul") in ops and ("ckks", "encrypt") in ops and ("phe", "decrypt") in ops
     assert all(r["values_per_s"] > 0 for r in result["results"])
+
+
+@pytest.mark.parametrize("field, value", [("batch", 0), ("repeats", -1), ("d_out", 2.5)])
+def test_non_positive_shape_is_refused_naming_the_field(tmp_path: Path, field: str, value: object) -> None:
+    with pytest.raises(InputError, match=f"Config.{field} must be a positive int"):
+        bench.Config(quick=True, json_path=tmp_path, markdown_path=tmp_path, **{field: value})

@@ -55,3 +55,9 @@ def test_paper_widths_match_the_papers_federated_counts_within_half_a_percent():
 def test_bad_shape_is_an_input_error():
     with pytest.raises(InputError, match="multiple of heads"):
         TabularShape(embed_dim=10, heads=3)
+
+
+@pytest.mark.parametrize("field, value", [("width", 0), ("blocks", True), ("heads", 2.0)])
+def test_non_positive_size_is_an_input_error_naming_the_field(field, value):
+    with pytest.raises(InputError, match=f"TabularShape.{field} must be a positive int"):
+        TabularShape(**{field: value})
