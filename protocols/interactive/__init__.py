@@ -6,8 +6,9 @@ tagged messages over a :class:`~protocols.transport.Transport`: ``forward`` give
 the active party z = a @ W for the passive party's activations a, ``backward`` takes
 dL/dz, updates W by plain SGD and gives the passive party dL/da. See
 :mod:`protocols.interactive.layer` for the algebra and what each party sees,
-:mod:`protocols.interactive.engines` for the encrypted products (generic Paillier/CKKS
-or slot-packed CKKS) and :mod:`protocols.interactive.packing` for the packed layout.
+:mod:`protocols.interactive.engines` for the encrypted products (generic Paillier/CKKS;
+slot-packed CKKS in :mod:`protocols.interactive.packed_engines`) and
+:mod:`protocols.interactive.packing` for the packed layout.
 The layer knows nothing of training loops.
 """
 

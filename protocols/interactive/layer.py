@@ -55,11 +55,11 @@ import numpy as np
 
 from protocols.codec import Tag
 from protocols.errors import InputError, ProtocolError
-from protocols.he import BACKENDS, load_public_context, make_config
+from protocols.he import BACKENDS, PublicContext, SecretContext, load_public_context, make_config
 from protocols.interactive.ckks_engine import (MASK_BITS, PACKED_CKKS_OPTIONS, PackedCKKSKey,
                                                os_uniform)
-from protocols.interactive.engines import (ActiveEngine, PassiveEngine, active_engine,
-                                           passive_engine)
+from protocols.interactive.engines import ActiveEngine, GenericActive, GenericPassive, PassiveEngine
+from protocols.interactive.packed_engines import PackedActive, PackedPassive
 from protocols.transport import Transport
 
 STAGE = "interactive"
@@ -70,6 +70,21 @@ TRAINING_MESSAGES = ("x_back", "g_masked", "g_reply", "da")
 """Message names sent once per training step only; the others (x, z_masked, z_reply) go
 once per batch, training and evaluation alike. For byte accounting and projections."""
 
+
+
+def passive_engine(secret: SecretContext, n_in: int, n_out: int, bound: float) -> PassiveEngine:
+    """The packed engine for a :class:`PackedCKKSKey`, the generic one otherwise."""
+    if isinstance(secret, PackedCKKSKey):
+        return PackedPassive(secret, n_in, n_out, bound)
+    return GenericPassive(secret, n_in, n_out, bound)
+
+
+def active_engine(public: PublicContext, n_in: int, n_out: int, *, packed_layout: bool,
+                  mask_bits: int = MASK_BITS, helper: bool = False) -> ActiveEngine:
+    """The evaluator's engine matching the key owner's announcement (``helper``: packed only)."""
+    if packed_layout:
+        return PackedActive(public, n_in, n_out, mask_bits=mask_bits, helper=helper)
+    return GenericActive(public, n_in, n_out)
 
 def _number(name: str, value: Any, *, low: float, strict: bool = True) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \

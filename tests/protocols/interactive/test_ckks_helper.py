@@ -183,7 +183,7 @@ def test_packed_fields_with_a_ciphertext_below_the_top_level_are_refused(key: Pa
 
 
 def test_an_engine_forward_is_right_whether_or_not_its_matrix_was_prepared(key: PackedCKKSKey) -> None:
-    from protocols.interactive.engines import PackedActive, PackedPassive
+    from protocols.interactive.packed_engines import PackedActive, PackedPassive
 
     rng = np.random.default_rng(2)
     a, w1 = rng.uniform(-1, 1, size=(130, 100)), rng.normal(size=(100, 6)) * 0.1
