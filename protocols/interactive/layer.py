@@ -71,7 +71,6 @@ TRAINING_MESSAGES = ("x_back", "g_masked", "g_reply", "da")
 once per batch, training and evaluation alike. For byte accounting and projections."""
 
 
-
 def passive_engine(secret: SecretContext, n_in: int, n_out: int, bound: float) -> PassiveEngine:
     """The packed engine for a :class:`PackedCKKSKey`, the generic one otherwise."""
     if isinstance(secret, PackedCKKSKey):
@@ -85,6 +84,7 @@ def active_engine(public: PublicContext, n_in: int, n_out: int, *, packed_layout
     if packed_layout:
         return PackedActive(public, n_in, n_out, mask_bits=mask_bits, helper=helper)
     return GenericActive(public, n_in, n_out)
+
 
 def _number(name: str, value: Any, *, low: float, strict: bool = True) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
