@@ -6,10 +6,13 @@
 One federated run per (dataset, clients, common ratio, feature split, run)
 trains, against the same common column, the unique columns for every mu (0 and
 the mu > 0 grid), the simple method's unique net and the Local baseline, so one
-run gives every row of Table II (:mod:`securefl.algorithms.chfl`). A run's
-number is the mean over its clients of the test accuracy of the model each
-client chose on its own validation rows; a cell is the mean ± std over runs
-(feature splits x sample seeds). Runs go to ``--workers`` processes with one
+run gives every row of Table II (:mod:`securefl.algorithms.chfl`). Each run is
+repeated for every learning rate of ``--lrs`` and each client keeps, per method,
+the learning rate (with its round and mu) whose model scores best on its own
+validation rows: the paper's "each client tunes hyperparameters such as learning
+rate and mu using their own validation dataset" (:func:`tune_lr`). A run's number
+is the mean over its clients of the chosen models' test accuracy; a cell is the
+mean ± std over runs (feature splits x sample seeds). Runs go to ``--workers`` processes with one
 torch thread each. Registered datasets whose files are missing are listed as
 "not run here".
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import statistics
 import sys
 import time
@@ -51,6 +55,7 @@ class Config:
     clients: tuple[int, ...]
     ratios: tuple[float, ...]
     mus: tuple[float, ...]
+    lrs: tuple[float, ...]
     timing_rounds: int
     workers: int
     device: str
@@ -74,6 +79,7 @@ class Job:
     heads: tuple[str, ...]
     rounds: int
     secure: bool = True
+    lr: float = 1e-3
 
 
 def parse_args(argv: Sequence[str] | None) -> Config:
@@ -89,6 +95,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--clients", default="2,5,10", help="Table III client counts (covertype)")
     p.add_argument("--ratios", default="0.1,0.2,0.3,0.4,0.5", help="Fig. 4 common-feature ratios (covertype)")
     p.add_argument("--mus", default="0.5,1.0", help="the mu > 0 grid each client chooses from")
+    p.add_argument("--lrs", default="0.0003,0.001,0.003",
+                   help="Adam learning rates; each client picks its own on its validation rows (one run per lr)")
     p.add_argument("--timing-rounds", type=int, default=3, help="rounds of the secure-vs-plain timing runs")
     p.add_argument("--workers", type=int, default=2, help="processes running jobs (one torch thread each)")
     p.add_argument("--device", default="cpu")
@@ -101,15 +109,27 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     datasets = ("digits",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     if min(a.rounds, a.splits, a.runs, a.sweep_splits, a.workers, a.timing_rounds) < 1:
         p.error("--rounds, --splits, --runs, --sweep-splits, --timing-rounds and --workers must be >= 1")
+    lrs = _numbers(p, "--lrs", a.lrs)
     quick = a.quick
     return Config(datasets=datasets, rounds=4 if quick else a.rounds, splits=1 if quick else a.splits,
                   runs=1 if quick else a.runs, sweep_splits=1 if quick else a.sweep_splits,
                   clients=(2, 5) if quick else tuple(int(c) for c in a.clients.split(",")),
                   ratios=(0.3,) if quick else tuple(float(r) for r in a.ratios.split(",")),
-                  mus=tuple(float(m) for m in a.mus.split(",")), timing_rounds=2 if quick else a.timing_rounds,
+                  mus=tuple(float(m) for m in a.mus.split(",")), lrs=lrs, timing_rounds=2 if quick else a.timing_rounds,
                   workers=a.workers, device=a.device, quick=quick, json_path=a.json,
                   markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir,
                   render_only=a.render_only)
+
+
+def _numbers(parser: argparse.ArgumentParser, flag: str, text: str) -> tuple[float, ...]:
+    """A comma-separated list of distinct positive numbers, sorted, or a parser error naming ``flag``."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        parser.error(f"{flag} must be comma-separated numbers, got {text!r}")
+    if not all(v > 0 and math.isfinite(v) for v in values) or len(set(values)) != len(values):
+        parser.error(f"{flag} must list distinct positive numbers, got {text!r}")
+    return tuple(sorted(values))
 
 
 def available(cfg: Config) -> tuple[list[str], dict[str, str]]:
@@ -136,20 +156,22 @@ def available(cfg: Config) -> tuple[list[str], dict[str, str]]:
 def plan(cfg: Config, names: Sequence[str]) -> list[Job]:
     """Every run of Table II, Table III and Fig. 4 (the 5-client, 30% point is shared)."""
     all_heads = ("chfl", "local", "simple")
-    jobs = [Job("table2", d, 5, 0.3, s, r, all_heads, cfg.rounds)
-            for d in names for s in range(cfg.splits) for r in range(cfg.runs)]
+    jobs = [Job("table2", d, 5, 0.3, s, r, all_heads, cfg.rounds, lr=lr)
+            for d in names for s in range(cfg.splits) for r in range(cfg.runs) for lr in cfg.lrs]
     sweep = "covertype" if "covertype" in names else (names[0] if names else None)
     if sweep is None:
         return jobs
     for n in cfg.clients:
         if n != 5:
-            jobs += [Job("table3", sweep, n, 0.3, s, 0, ("chfl", "local"), cfg.rounds)
-                     for s in range(cfg.sweep_splits)]
+            jobs += [Job("table3", sweep, n, 0.3, s, 0, ("chfl", "local"), cfg.rounds, lr=lr)
+                     for s in range(cfg.sweep_splits) for lr in cfg.lrs]
     for ratio in cfg.ratios:
         if abs(ratio - 0.3) > 1e-9:
-            jobs += [Job("fig4", sweep, 5, ratio, s, 0, ("chfl", "local"), cfg.rounds)
-                     for s in range(cfg.sweep_splits)]
-    jobs += [Job("timing", sweep, 5, 0.3, 0, 0, ("chfl",), cfg.timing_rounds, secure=flag) for flag in (True, False)]
+            jobs += [Job("fig4", sweep, 5, ratio, s, 0, ("chfl", "local"), cfg.rounds, lr=lr)
+                     for s in range(cfg.sweep_splits) for lr in cfg.lrs]
+    lr = cfg.lrs[len(cfg.lrs) // 2]  # aggregation time does not depend on the learning rate
+    jobs += [Job("timing", sweep, 5, 0.3, 0, 0, ("chfl",), cfg.timing_rounds, secure=flag, lr=lr)
+             for flag in (True, False)]
     return jobs
 
 
@@ -171,7 +193,8 @@ def run_job(job: Job, cfg: Config) -> dict[str, Any]:
     torch.set_num_threads(1)
     partition = chfl_partition(_dataset(job.dataset, cfg.data_dir), n_clients=job.n_clients, common_ratio=job.ratio,
                                feature_seed=job.feature_seed, sample_seed=job.seed)
-    config = CHFLConfig(rounds=job.rounds, mus=cfg.mus, heads=job.heads, seed=job.seed, device=cfg.device)
+    config = CHFLConfig(rounds=job.rounds, lr=job.lr, mus=cfg.mus, heads=job.heads, seed=job.seed,
+                        device=cfg.device)
     start = time.perf_counter()
     result = run_chfl(partition, config, secure_agg=job.secure)
     return {"job": asdict(job), "accuracy": {m: v["accuracy"] for m, v in result["methods"].items()},
@@ -199,7 +222,7 @@ def run_all(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
         j = out["job"]
         print(f"{j['experiment']} {j['dataset']} K={j['n_clients']} ratio={j['ratio']} split={j['feature_seed']}"
               f" run={j['seed']}: " + ", ".join(f"{m} {a:.4f}" for m, a in out["accuracy"].items())
-              + f" ({out['seconds']:.0f} s)", flush=True)
+              + f" lr={j['lr']:g} ({out['seconds']:.0f} s)", flush=True)
         return out
 
     if cfg.workers == 1:
@@ -218,8 +241,43 @@ def cell(values: Sequence[float]) -> dict[str, Any]:
             "n": len(values)}
 
 
+def tune_lr(outputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One output per run, each client keeping per method the learning rate that its validation rows prefer.
+
+    Outputs whose jobs differ only in ``lr`` are one run. For every method and client the
+    output whose selected model has the highest validation accuracy wins (ties: the
+    smallest lr); the combined output's accuracy is the mean of the winners' test
+    accuracy, and ``selected`` records each client's lr. A run with one lr (or a file
+    written before lrs were tuned) passes through unchanged.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for o in outputs:
+        key = json.dumps({k: v for k, v in o["job"].items() if k != "lr"}, sort_keys=True)
+        groups.setdefault(key, []).append(o)
+    return [_combine(sorted(g, key=lambda o: o["job"]["lr"])) if len(g) > 1 else g[0] for g in groups.values()]
+
+
+def _combine(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The per-client lr choice over ``outputs`` (one run at several learning rates, lr ascending)."""
+    out: dict[str, Any] = {**outputs[0], "job": {**outputs[0]["job"], "lr": [o["job"]["lr"] for o in outputs]},
+                           "accuracy": {}, "clients": {}, "selected": {}, "last_round_accuracy": {},
+                           "seconds": sum(o["seconds"] for o in outputs)}
+    for method in outputs[0]["accuracy"]:
+        chosen = {}
+        for client in outputs[0]["selected"][method]:
+            best = max(outputs, key=lambda o: (o["selected"][method][client]["val"], -o["job"]["lr"]))
+            chosen[client] = {**best["selected"][method][client], "lr": best["job"]["lr"],
+                              "test": best["clients"][method][client]}
+        out["clients"][method] = {c: s["test"] for c, s in chosen.items()}
+        out["selected"][method] = chosen
+        out["accuracy"][method] = statistics.fmean(s["test"] for s in chosen.values())
+        out["last_round_accuracy"][method] = statistics.fmean(s["last_round_test"] for s in chosen.values())
+    return out
+
+
 def summarize(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Table II per dataset, Table III per client count, Fig. 4 per ratio, and the timing comparison."""
+    outputs = tune_lr(outputs)
     def group(pred) -> dict[str, dict[str, Any]]:
         chosen = [o for o in outputs if pred(o["job"])]
         return {m: cell([o["accuracy"][m] for o in chosen]) for m in METHODS if chosen and m in chosen[0]["accuracy"]}
@@ -264,11 +322,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
                 if k not in ("json_path", "markdown_path", "data_dir")}
-    settings.update(n_clients_table2=5, common_ratio=0.3, local_epochs=5, batch_size=64, lr=1e-3,
+    settings.update(n_clients_table2=5, common_ratio=0.3, local_epochs=5, batch_size=64,
                     hidden=[512, 256, 128], optimizer="Adam (state kept on each client across rounds)",
                     test_rows="divided evenly over clients", scaling="each client standardises on its own"
                     " training rows; 0/1 indicator columns kept", selection="per client on its validation rows:"
-                    " round (and mu for CHFL mu>0)", aggregation="Bonawitz secure aggregation, unweighted mean")
+                    " learning rate, round (and mu for CHFL mu>0)", aggregation="Bonawitz secure aggregation, unweighted mean")
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=["benchmarks.chfl", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = "chfl"

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from benchmarks.chfl import DATASETS, METHODS, PAPER_TABLE2, PAPER_TABLE3, TOLERANCE
+from benchmarks.chfl import DATASETS, METHODS, PAPER_TABLE2, PAPER_TABLE3, TOLERANCE, tune_lr
 from benchmarks.common import markdown_table
 from protocols.errors import InputError
 from securefl.data.chfl_partition import random_feature_split
@@ -84,7 +84,7 @@ def common_features(run: dict[str, Any], names: tuple[str, ...] | None) -> list[
 
 def split_table(report: dict[str, Any], data_dir: str | None = None) -> str:
     """Table II per random feature split: the common features drawn and each method's mean over the runs."""
-    runs = [r for r in report["runs"] if r["job"]["experiment"] == "table2"]
+    runs = [r for r in tune_lr(report["runs"]) if r["job"]["experiment"] == "table2"]
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in runs:
         groups.setdefault((r["job"]["dataset"], r["job"]["feature_seed"]), []).append(r)
@@ -100,6 +100,31 @@ def split_table(report: dict[str, Any], data_dir: str | None = None) -> str:
         rows.append([name, seed, len(chosen), *(f"{v:.4f}" if v is not None else "—" for v in means), shown])
     return markdown_table(["dataset", "feature split", "runs", *(LABELS[m] for m in METHODS), "common features"],
                           rows)
+
+
+def lr_table(report: dict[str, Any]) -> str | None:
+    """How often each learning rate was the clients' choice in Table II, per dataset and method."""
+    runs = [r for r in tune_lr(report["runs"]) if r["job"]["experiment"] == "table2"
+            and isinstance(r["job"].get("lr"), list)]
+    if not runs:
+        return None
+    lrs = sorted({lr for r in runs for lr in r["job"]["lr"]})
+    rows = []
+    for name in dict.fromkeys(r["job"]["dataset"] for r in runs):
+        for m in METHODS:
+            picks = [s["lr"] for r in runs if r["job"]["dataset"] == name and m in r["selected"]
+                     for s in r["selected"][m].values()]
+            if picks:
+                rows.append([name, LABELS[m], *(picks.count(lr) for lr in lrs)])
+    return markdown_table(["dataset", "method", *(f"lr {lr:g}" for lr in lrs)], rows)
+
+
+def _settings_line(s: dict[str, Any]) -> str:
+    """How the learning rate was set: tuned per client from a grid, or one fixed value (older files)."""
+    if len(s.get("lrs", ())) > 1:
+        grid = ", ".join(f"{lr:g}" for lr in s["lrs"])
+        return f"Adam, each client choosing its lr from ({grid}) on its own validation rows"
+    return f"Adam lr {(s.get('lrs') or [s.get('lr', 1e-3)])[0]:g} (fixed, not tuned)"
 
 
 def _short_feature(name: str) -> str:
@@ -161,6 +186,11 @@ def plot_fig4(report: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
+def _lr_part(report: dict[str, Any]) -> list[str]:
+    table = lr_table(report)
+    return [] if table is None else ["Learning rate each client chose (clients x runs, Table II):", "", table]
+
+
 def to_markdown(report: dict[str, Any], header: str, *, png: Path | None = None,
                 data_dir: str | None = None) -> str:
     s = report["settings"]
@@ -168,11 +198,11 @@ def to_markdown(report: dict[str, Any], header: str, *, png: Path | None = None,
              f"Runs: Table II {s['splits']} feature splits x {s['runs']} sample seeds per dataset; Table III and"
              f" Fig. 4 {s['sweep_splits']} feature split(s) x 1 run per point (the 5-client / 30% point reuses"
              f" Table II's first run of each split). T = {s['rounds']} rounds x 5 local epochs, batch 64,"
-             f" Adam lr 1e-3 (fixed, not tuned), μ > 0 grid {s['mus']}. Each client picks its round (and μ) on"
+             f" {_settings_line(s)}, μ > 0 grid {s['mus']}. Each client picks its round (and μ) on"
              " its own validation rows; a run's number is the mean over clients of their test accuracy, a cell"
              f" the mean ± std over runs. Total time {report['seconds']:.0f} s.", "",
              "## Table II: mean client test accuracy (5 clients, 30% common features)", "", table_two(report),
-             covertype_verdicts(report),
+             covertype_verdicts(report), *_lr_part(report),
              "Per random feature split (mean over its runs). The paper's covertype Common std (0.1086) shows how"
              " much a split matters: Elevation, covertype's strongest feature, is common in about 30% of"
              " random splits.", "", split_table(report, data_dir), "",

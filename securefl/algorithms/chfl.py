@@ -175,7 +175,11 @@ def chfl_parties(partition: CHFLPartition, config: CHFLConfig, *, secure_agg: bo
 
 
 def summarize(clients: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per method: mean and std over clients of the selected models' test accuracy, and per client."""
+    """Per method: mean and std over clients of the selected models' test accuracy, and per client.
+
+    ``selected`` keeps each client's choice with its validation accuracy, so a caller
+    can also choose among runs (the CHFL benchmark's per-client learning rate).
+    """
     out = {}
     for method in ("common", "local", "chfl_mu0", "chfl", "simple"):
         chosen = {c["client"]: c["selected"][method] for c in clients if method in c["selected"]}
@@ -185,7 +189,8 @@ def summarize(clients: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         out[method] = {"accuracy": float(acc.mean()), "accuracy_std_clients": float(acc.std()),
                        "last_round_accuracy": float(np.mean([s["last_round_test"] for s in chosen.values()])),
                        "clients": {c: s["test"] for c, s in chosen.items()},
-                       "selected": {c: {"variant": s["variant"], "round": s["round"]} for c, s in chosen.items()}}
+                       "selected": {c: {"variant": s["variant"], "round": s["round"], "val": s["val"],
+                                        "last_round_test": s["last_round_test"]} for c, s in chosen.items()}}
     return out
 
 
