@@ -13,7 +13,8 @@ party (which alone decides the order) sends the batch's positions, the passive
 party feeds its bottom model and the protocol's forward; the active party adds its
 own bottom model and the interactive bias, applies ReLU, the top model, sigmoid and
 BCE, and back-propagates dL/dz through the protocol, which returns dL/da to the
-passive party. Evaluation runs forward only, on the test rows.
+passive party. Evaluation runs forward only, on the test rows. The active party's
+model and loop are in :mod:`baselines.he_vfl_active`.
 
 What the passive party learns: the intersection, which positions are trained on
 (it has to back-propagate them) and, by elimination, which are not; never labels,
@@ -31,21 +32,18 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import torch
 
-from baselines.splitnn import (DTYPE, SplitNNConfig, batches, bottom_model, interactive_init,
-                               loss_and_logits, standardizer, top_model)
+from baselines.he_vfl_active import (KINDS, STAGE, ActiveRun, active_model, active_weights, project_training,
+                                     schedule_fields, tensor)
+from baselines.splitnn import SplitNNConfig, bottom_model, standardizer
 from protocols.codec import Tag
 from protocols.errors import InputError, ProtocolError
-from protocols.interactive import ActiveInteractive, InteractiveConfig, PassiveInteractive
+from protocols.interactive import InteractiveConfig, PassiveInteractive
 from protocols.psi import psi_active, psi_passive
 from protocols.transport import Transport, run_parties
 from securefl.data import PartyTable, VerticalSplit
 from securefl.runtime import binary_metrics, resolve_device
 from securefl.runtime import validation as check
 from securefl.runtime.threads import intra_op_threads
-
-STAGE = "he_vfl"
-KINDS = ("train", "eval", "stop")
-
 
 @dataclass(frozen=True)
 class HEVFLConfig(SplitNNConfig):
@@ -108,44 +106,6 @@ def _standardized(table: PartyTable, rows: np.ndarray, fit_rows: np.ndarray) -> 
     return (table.features[rows] - mean) / std
 
 
-def _tensor(values: np.ndarray, device: torch.device) -> torch.Tensor:
-    return torch.tensor(values, dtype=DTYPE, device=device)
-
-
-@dataclass
-class _ActiveModel:
-    bottom: torch.nn.Module
-    w_active: torch.Tensor
-    bias: torch.Tensor
-    top: torch.nn.Module
-    layer: ActiveInteractive
-
-    def forward(self, xa: torch.Tensor, step: int, train: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """z (pre-activation) and the leaf z_p that receives dL/dz."""
-        z_p = _tensor(self.layer.forward(step=step, rows=xa.shape[0], train=train), xa.device)
-        z_p.requires_grad_(train)
-        return self.bottom(xa) @ self.w_active + z_p + self.bias, z_p
-
-
-def _active_model(transport: Transport, passive: str, n_features: int, config: HEVFLConfig,
-                  device: torch.device) -> _ActiveModel:
-    n_out = config.active_widths(n_features, 1).interactive
-    layer = ActiveInteractive(transport, passive=passive, n_out=n_out, config=config.interactive_config())
-    held: dict[str, Any] = {}
-
-    def init(bottom_passive: int) -> np.ndarray:
-        held["widths"] = config.active_widths(n_features, bottom_passive)
-        held["w_active"], w_passive, held["bias"] = interactive_init(held["widths"], config.seed)
-        return w_passive
-
-    layer.setup(init)
-    widths = held["widths"]
-    return _ActiveModel(bottom_model(n_features, widths.bottom_active, config.seed, "active", device),
-                        _tensor(held["w_active"], device).requires_grad_(True),
-                        _tensor(held["bias"], device).requires_grad_(True),
-                        top_model(widths, config.seed, device), layer)
-
-
 def _limited_threads(role: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
     """Run a party role with ``config.threads`` torch and BLAS threads (see HEVFLConfig)."""
     @functools.wraps(role)
@@ -164,67 +124,6 @@ def _check_active_inputs(passive: Any, table: PartyTable, config: Any) -> None:
                          f"{passive!r}")
     if table.labels is None:
         raise InputError(f"the active party's table {table.name!r} has no labels")
-
-
-@dataclass
-class _ActiveRun:
-    """The active party's state during training: its rows in PSI order and its model."""
-
-    transport: Transport
-    passive: str
-    config: HEVFLConfig
-    model: _ActiveModel
-    position: dict[str, int]
-    x: np.ndarray
-    y: np.ndarray
-    device: torch.device
-    step: int = 0
-    first_step_s: float = 0.0  # the first training step, which also warms up (helper, caches)
-
-    def send_batch(self, kind: str, ids: list[str]) -> np.ndarray:
-        self.step += 1
-        pos = np.array([self.position[v] for v in ids], dtype=np.int64)
-        self.transport.send(self.passive, Tag(self.step, STAGE, "batch"), kind=kind, rows=pos)
-        return pos
-
-    def train(self, train: list[str]) -> tuple[int, int]:
-        """Epochs of SGD/Adam steps through the secure layer; returns (epochs, steps) done."""
-        config, model = self.config, self.model
-        adam = torch.optim.Adam([*model.bottom.parameters(), *model.top.parameters()], lr=config.lr)
-        sgd = torch.optim.SGD([model.w_active, model.bias], lr=config.interactive_lr)
-        steps, start = 0, time.perf_counter()
-        for epoch in range(config.epochs):
-            for ids in batches(train, config.batch_size, config.seed, epoch):
-                if config.max_steps is not None and steps >= config.max_steps:
-                    return epoch, steps
-                pos = self.send_batch("train", ids)
-                z, z_p = model.forward(_tensor(self.x[pos], self.device), self.step, True)
-                loss, _ = loss_and_logits(model.top, z, _tensor(self.y[pos], self.device))
-                adam.zero_grad()
-                sgd.zero_grad()
-                loss.backward()
-                model.layer.backward(z_p.grad.detach().cpu().numpy(), step=self.step)
-                adam.step()
-                sgd.step()
-                steps += 1
-                if steps == 1:
-                    self.first_step_s = time.perf_counter() - start
-            if config.progress is not None:
-                config.progress(epoch + 1, config.epochs)
-        return config.epochs, steps
-
-    def predict(self, test: list[str]) -> np.ndarray:
-        """Forward-only scores for the test rows, then tell the passive party to stop."""
-        scores = []
-        size, limit = self.config.batch_size, self.config.max_eval_batches
-        with torch.no_grad():
-            for begin in range(0, len(test) if limit is None else min(len(test), limit * size), size):
-                pos = self.send_batch("eval", test[begin:begin + self.config.batch_size])
-                z, _ = self.model.forward(_tensor(self.x[pos], self.device), self.step, False)
-                _, logits = loss_and_logits(self.model.top, z, _tensor(self.y[pos], self.device))
-                scores.append(torch.sigmoid(logits).cpu().numpy())
-        self.send_batch("stop", [])
-        return np.concatenate(scores)
 
 
 @_limited_threads
@@ -249,9 +148,9 @@ def he_vfl_active(transport: Transport, *, passive: str, table: PartyTable,
     x = _standardized(table, rows, rows[[position[v] for v in train]])
     y = np.asarray(table.labels)[rows].astype(np.float64)
     mark = time.perf_counter()
-    model = _active_model(transport, passive, table.n_features, config, device)
+    model = active_model(transport, passive, table.n_features, config, device)
     try:
-        run = _ActiveRun(transport, passive, config, model, position, x, y, device)
+        run = ActiveRun(transport, passive, config, model, position, x, y, device)
         phases["setup"], mark = time.perf_counter() - mark, time.perf_counter()
         epochs, steps = run.train(train)
         phases["training"], mark = time.perf_counter() - mark, time.perf_counter()
@@ -263,43 +162,10 @@ def he_vfl_active(transport: Transport, *, passive: str, table: PartyTable,
     result = {"method": "he-vfl", "he": config.he,
               "metrics": binary_metrics(y[[position[v] for v in scored]], scores),
               "phases": phases, "seconds": time.perf_counter() - start, "intersection_size": psi.size,
-              **_schedule_fields(run, phases, epochs, steps, len(train), len(test), len(scored))}
+              **schedule_fields(run, phases, epochs, steps, len(train), len(test), len(scored))}
     if return_weights:
-        result["weights"] = _active_weights(model)
+        result["weights"] = active_weights(model)
     return result
-
-
-def _schedule_fields(run: _ActiveRun, phases: dict[str, float], epochs: int, steps: int,
-                     train_rows: int, test_rows: int, scored_rows: int) -> dict[str, Any]:
-    """Rows, steps done and the times projected to the whole schedule (see HEVFLConfig)."""
-    total = run.config.total_steps(train_rows)
-    return {"train_rows": train_rows, "test_rows": test_rows, "epochs": epochs, "steps": steps,
-            "total_steps": total, "step_seconds": phases["training"] / max(steps, 1),
-            "first_step_s": run.first_step_s,
-            "projected_training_s": project_training(phases["training"], run.first_step_s, steps, total),
-            "scored_rows": scored_rows,
-            "projected_inference_s": phases["inference"] * test_rows / scored_rows}
-
-
-def project_training(seconds: float, first_step_s: float, steps: int, total: int) -> float:
-    """Training time of ``total`` steps from ``seconds`` for the first ``steps``.
-
-    The first step also waits for one-off work (the packed evaluator's helper loading
-    the context, first-touch allocations), so it is counted once, and the others'
-    mean stands for every later step.
-    """
-    if steps < 2 or not 0.0 < first_step_s <= seconds:
-        return seconds * total / max(steps, 1)
-    return first_step_s + (seconds - first_step_s) * (total - 1) / (steps - 1)
-
-
-def _active_weights(model: _ActiveModel) -> dict[str, np.ndarray]:
-    out = {f"bottom_active.{k}": v.detach().cpu().numpy() for k, v in model.bottom.state_dict().items()}
-    out.update({f"top.{k}": v.detach().cpu().numpy() for k, v in model.top.state_dict().items()})
-    out.update({"interactive.w_active": model.w_active.detach().cpu().numpy(),
-                "interactive.bias": model.bias.detach().cpu().numpy(),
-                "interactive.masked_w_passive": model.layer.weight.copy()})
-    return out
 
 
 def _positions(message: Any, size: int) -> tuple[str, np.ndarray]:
@@ -335,12 +201,12 @@ def he_vfl_passive(transport: Transport, *, active: str, table: PartyTable, conf
             break
         train = kind == "train"
         with torch.set_grad_enabled(train):
-            a = bottom(_tensor(x[rows], device))
+            a = bottom(tensor(x[rows], device))
         layer.forward(a.detach().cpu().numpy(), step=step, train=train)
         if train:
             da = layer.backward(step=step)
             adam.zero_grad()
-            a.backward(_tensor(da, device))
+            a.backward(tensor(da, device))
             adam.step()
             trained += 1
     result = {"intersection_size": psi.size, "steps": trained, "seconds": time.perf_counter() - start}
