@@ -51,6 +51,11 @@ def test_every_client_starts_from_the_same_common_column_and_all_methods_are_sco
     assert set(result["methods"]) == {"common", "local", "chfl_mu0", "chfl", "simple"}
     assert all(0.0 <= m["accuracy"] <= 1.0 for m in result["methods"].values())
     assert len(result["round_seconds"]) == 2 and len(result["aggregation_seconds"]) == 2
+    for name, method in result["methods"].items():  # each choice keeps the validation score it won with
+        history = {c["client"]: c["history"] for c in result["clients"]}
+        for client, choice in method["selected"].items():
+            val = history[client][choice["variant"]]["val"]
+            assert choice["val"] == max(val) == val[choice["round"] - 1], (name, client)
 
 
 def test_common_columns_are_identical_after_aggregation(monkeypatch):
