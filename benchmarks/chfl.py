@@ -1,7 +1,8 @@
 """Reproduce CHFL's Table II, Table III and Fig. 4 (Mori et al.) and time secure vs plain aggregation.
 
     python -m benchmarks.chfl [--quick] [--device cuda] [--data-dir DIR] --json FILE [--markdown FILE]
-                              [--workers 2] [--rounds 20] [--splits 3] [--runs 2]
+                              [--workers 2] [--rounds 20] [--splits 3] [--runs 2] [--lrs 3e-4,1e-3,3e-3]
+                              [--merge] [--max-runs N]
 
 One federated run per (dataset, clients, common ratio, feature split, run)
 trains, against the same common column, the unique columns for every mu (0 and
@@ -10,11 +11,13 @@ run gives every row of Table II (:mod:`securefl.algorithms.chfl`). Each run is
 repeated for every learning rate of ``--lrs`` and each client keeps, per method,
 the learning rate (with its round and mu) whose model scores best on its own
 validation rows: the paper's "each client tunes hyperparameters such as learning
-rate and mu using their own validation dataset" (:func:`tune_lr`). A run's number
-is the mean over its clients of the chosen models' test accuracy; a cell is the
-mean ± std over runs (feature splits x sample seeds). Runs go to ``--workers`` processes with one
+rate and mu using their own validation dataset"
+(:func:`benchmarks.chfl_summary.tune_lr`). A run's number is the mean over its
+clients of the chosen models' test accuracy; a cell is the mean ± std over runs
+(feature splits x sample seeds). Jobs go to ``--workers`` processes with one
 torch thread each. Registered datasets whose files are missing are listed as
-"not run here".
+"not run here". ``--merge`` and ``--max-runs`` split the benchmark into chunks
+(:mod:`benchmarks.chfl_merge`).
 """
 
 from __future__ import annotations
@@ -23,17 +26,17 @@ import argparse
 import functools
 import json
 import math
-import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
+from benchmarks.chfl_summary import summarize
 from benchmarks.common import RESULTS_DIR, dataset_names, markdown_header, metadata, write_json, write_text
 
 DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
-METHODS = ("common", "local", "chfl_mu0", "chfl", "simple")
 # ../shared/reference/README.md (paper Table II, III, V-B5): quoted for comparison, never measured here
 PAPER_TABLE2 = {
     "covertype": (0.6218, 0.6407, 0.6744, 0.6843, 0.6637), "sensorless": (0.9762, 0.9526, 0.9855, 0.9863, None),
@@ -64,6 +67,8 @@ class Config:
     markdown_path: Path
     data_dir: str | None
     render_only: bool = False
+    merge: bool = False
+    max_runs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -105,10 +110,16 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--markdown", type=Path, default=None)
     p.add_argument("--render-only", action="store_true",
                    help="rewrite the Markdown and PNG from an existing --json file without running anything")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the runs in --json (same rounds, mus, lrs, device) and run only the planned ones it lacks")
+    p.add_argument("--max-runs", type=int, default=None,
+                   help="run at most this many runs now (a run: one job at every lr), for chunks with --merge")
     a = p.parse_args(argv)
     datasets = ("digits",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     if min(a.rounds, a.splits, a.runs, a.sweep_splits, a.workers, a.timing_rounds) < 1:
         p.error("--rounds, --splits, --runs, --sweep-splits, --timing-rounds and --workers must be >= 1")
+    if a.max_runs is not None and a.max_runs < 1:
+        p.error(f"--max-runs must be >= 1, got {a.max_runs}")
     lrs = _numbers(p, "--lrs", a.lrs)
     quick = a.quick
     return Config(datasets=datasets, rounds=4 if quick else a.rounds, splits=1 if quick else a.splits,
@@ -118,7 +129,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                   mus=tuple(float(m) for m in a.mus.split(",")), lrs=lrs, timing_rounds=2 if quick else a.timing_rounds,
                   workers=a.workers, device=a.device, quick=quick, json_path=a.json,
                   markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir,
-                  render_only=a.render_only)
+                  render_only=a.render_only, merge=a.merge, max_runs=a.max_runs)
 
 
 def _numbers(parser: argparse.ArgumentParser, flag: str, text: str) -> tuple[float, ...]:
@@ -235,74 +246,6 @@ def run_all(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
         return [show(f.result()) for f in futures]
 
 
-def cell(values: Sequence[float]) -> dict[str, Any]:
-    """Mean, sample std and count of ``values``."""
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "n": len(values)}
-
-
-def tune_lr(outputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One output per run, each client keeping per method the learning rate that its validation rows prefer.
-
-    Outputs whose jobs differ only in ``lr`` are one run. For every method and client the
-    output whose selected model has the highest validation accuracy wins (ties: the
-    smallest lr); the combined output's accuracy is the mean of the winners' test
-    accuracy, and ``selected`` records each client's lr. A run with one lr (or a file
-    written before lrs were tuned) passes through unchanged.
-    """
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for o in outputs:
-        key = json.dumps({k: v for k, v in o["job"].items() if k != "lr"}, sort_keys=True)
-        groups.setdefault(key, []).append(o)
-    return [_combine(sorted(g, key=lambda o: o["job"]["lr"])) if len(g) > 1 else g[0] for g in groups.values()]
-
-
-def _combine(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The per-client lr choice over ``outputs`` (one run at several learning rates, lr ascending)."""
-    out: dict[str, Any] = {**outputs[0], "job": {**outputs[0]["job"], "lr": [o["job"]["lr"] for o in outputs]},
-                           "accuracy": {}, "clients": {}, "selected": {}, "last_round_accuracy": {},
-                           "seconds": sum(o["seconds"] for o in outputs)}
-    for method in outputs[0]["accuracy"]:
-        chosen = {}
-        for client in outputs[0]["selected"][method]:
-            best = max(outputs, key=lambda o: (o["selected"][method][client]["val"], -o["job"]["lr"]))
-            chosen[client] = {**best["selected"][method][client], "lr": best["job"]["lr"],
-                              "test": best["clients"][method][client]}
-        out["clients"][method] = {c: s["test"] for c, s in chosen.items()}
-        out["selected"][method] = chosen
-        out["accuracy"][method] = statistics.fmean(s["test"] for s in chosen.values())
-        out["last_round_accuracy"][method] = statistics.fmean(s["last_round_test"] for s in chosen.values())
-    return out
-
-
-def summarize(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Table II per dataset, Table III per client count, Fig. 4 per ratio, and the timing comparison."""
-    outputs = tune_lr(outputs)
-    def group(pred) -> dict[str, dict[str, Any]]:
-        chosen = [o for o in outputs if pred(o["job"])]
-        return {m: cell([o["accuracy"][m] for o in chosen]) for m in METHODS if chosen and m in chosen[0]["accuracy"]}
-
-    table2 = {d: group(lambda j, d=d: j["experiment"] == "table2" and j["dataset"] == d)
-              for d in dict.fromkeys(o["job"]["dataset"] for o in outputs if o["job"]["experiment"] == "table2")}
-    sweep = [o for o in outputs if o["job"]["experiment"] in ("table3", "fig4")]
-    name = sweep[0]["job"]["dataset"] if sweep else next(iter(table2), None)
-
-    def point(n: int, ratio: float) -> dict[str, Any]:
-        return group(lambda j: j["dataset"] == name and j["n_clients"] == n and abs(j["ratio"] - ratio) < 1e-9
-                     and j["experiment"] != "timing" and (j["experiment"] != "table2" or j["seed"] == 0))
-
-    clients = sorted({o["job"]["n_clients"] for o in outputs if o["job"]["experiment"] in ("table2", "table3")
-                      and o["job"]["dataset"] == name})
-    ratios = sorted({o["job"]["ratio"] for o in outputs if o["job"]["dataset"] == name
-                     and o["job"]["experiment"] in ("table2", "fig4")})
-    timing = {("secure" if o["job"]["secure"] else "plain"): {
-        "round_seconds": statistics.fmean(o["round_seconds"]),
-        "aggregation_seconds": statistics.fmean(o["aggregation_seconds"]), "bytes": o["bytes"],
-        "rounds": o["job"]["rounds"], "accuracy": o["accuracy"]} for o in outputs if o["job"]["experiment"] == "timing"}
-    return {"table2": table2, "sweep_dataset": name, "table3": {str(n): point(n, 0.3) for n in clients},
-            "fig4": {f"{r:g}": point(5, r) for r in ratios}, "timing": timing}
-
-
 def render(report: dict[str, Any], cfg: Config) -> None:
     """Write the Markdown report (and the Fig. 4 PNG) of ``report``."""
     from benchmarks.chfl_report import plot_fig4, to_markdown
@@ -321,20 +264,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         render(json.loads(cfg.json_path.read_text()), cfg)
         return 0
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path", "data_dir")}
+                if k not in ("json_path", "markdown_path", "data_dir", "merge", "max_runs")}
     settings.update(n_clients_table2=5, common_ratio=0.3, local_epochs=5, batch_size=64,
                     hidden=[512, 256, 128], optimizer="Adam (state kept on each client across rounds)",
                     test_rows="divided evenly over clients", scaling="each client standardises on its own"
                     " training rows; 0/1 indicator columns kept", selection="per client on its validation rows:"
-                    " learning rate, round (and mu for CHFL mu>0)", aggregation="Bonawitz secure aggregation, unweighted mean")
+                    " learning rate, round (and mu for CHFL mu>0)",
+                    aggregation="Bonawitz secure aggregation, unweighted mean")
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=["benchmarks.chfl", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = "chfl"
     names, missing = available(cfg)
     jobs = plan(cfg, names)
+    old = load_previous(cfg.json_path, settings, jobs) if cfg.merge else None
+    kept = old["runs"] if old else []
     start = time.perf_counter()
-    report["runs"] = run_all(jobs, cfg)
-    report["seconds"] = time.perf_counter() - start
+    ran = run_all(todo(jobs, kept, cfg.max_runs), cfg)
+    chunks = [*(previous_chunks(old) if old else []), chunk_record(report, len(ran), time.perf_counter() - start)]
+    report.update(runs=[*kept, *ran], chunks=chunks, seconds=sum(c["seconds"] for c in chunks))
+    report["missing_jobs"] = len(todo(jobs, report["runs"], None))
     report["not_run"] = missing
     report["summary"] = summarize(report["runs"])
     write_json(cfg.json_path, report)

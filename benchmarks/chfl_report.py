@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from benchmarks.chfl import DATASETS, METHODS, PAPER_TABLE2, PAPER_TABLE3, TOLERANCE, tune_lr
+from benchmarks.chfl import DATASETS, PAPER_TABLE2, PAPER_TABLE3, TOLERANCE
+from benchmarks.chfl_summary import METHODS, tune_lr
 from benchmarks.common import markdown_table
 from protocols.errors import InputError
 from securefl.data.chfl_partition import random_feature_split
@@ -191,10 +192,24 @@ def _lr_part(report: dict[str, Any]) -> list[str]:
     return [] if table is None else ["Learning rate each client chose (clients x runs, Table II):", "", table]
 
 
+def chunks_part(report: dict[str, Any]) -> list[str]:
+    """Lines naming each chunk of a merged run and, if the plan is not complete, how much is missing."""
+    chunks, missing = report.get("chunks", []), report.get("missing_jobs", 0)
+    lines = []
+    if missing:
+        lines += [f"**Incomplete: {missing} planned jobs have not run yet** (continue with `--merge`).", ""]
+    if len(chunks) > 1:
+        lines += ["Chunks (each run of the command that added jobs to this file):", ""]
+        lines += [f"- {c['date']}, commit `{c['commit']}`, load {c['load_average_1m']} at the start:"
+                  f" {c['jobs']} jobs in {c['seconds']:.0f} s (`{c['command']}`)" for c in chunks]
+        lines.append("")
+    return lines
+
+
 def to_markdown(report: dict[str, Any], header: str, *, png: Path | None = None,
                 data_dir: str | None = None) -> str:
     s = report["settings"]
-    parts = [header, "",
+    parts = [header, "", *chunks_part(report),
              f"Runs: Table II {s['splits']} feature splits x {s['runs']} sample seeds per dataset; Table III and"
              f" Fig. 4 {s['sweep_splits']} feature split(s) x 1 run per point (the 5-client / 30% point reuses"
              f" Table II's first run of each split). T = {s['rounds']} rounds x 5 local epochs, batch 64,"

@@ -1,0 +1,79 @@
+"""Chunked CHFL benchmark runs: keep a result file's runs and add the planned ones it lacks.
+
+The whole benchmark with a learning-rate grid takes hours on two cores, longer
+than one sitting. ``--merge`` reads the ``--json`` file, checks that its runs were
+made with the settings that decide a run's outcome (:data:`RESULT_SETTINGS`), and
+leaves only the missing jobs to run; ``--max-runs N`` stops after N runs (a run:
+one job at every learning rate, so a chunk never splits a client's lr choice).
+Each invocation is listed under ``chunks`` with its date, commit, load and time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from benchmarks.chfl_summary import run_key
+
+# settings that change what a job computes; the plan's size (splits, clients, ...) may differ
+RESULT_SETTINGS = ("rounds", "mus", "lrs", "timing_rounds", "device", "quick")
+
+
+def job_key(job: dict[str, Any]) -> str:
+    """A job's identity in a result file (tuples and lists compare equal)."""
+    return json.dumps(job, sort_keys=True)
+
+
+def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """:data:`RESULT_SETTINGS` of a file; one written before the lr grid had a single ``lr``."""
+    lrs = settings.get("lrs") or [settings.get("lr", 1e-3)]
+    return json.loads(json.dumps({**{k: settings.get(k) for k in RESULT_SETTINGS}, "lrs": lrs}))
+
+
+def load_previous(path: Path, settings: dict[str, Any], planned: Sequence[Any]) -> dict[str, Any]:
+    """The result file to extend, or SystemExit with one line saying why it cannot be."""
+    if not path.is_file():
+        raise SystemExit(f"--merge: {path} does not exist")
+    try:
+        old = json.loads(path.read_text())
+        runs, old_settings = old["runs"], old["settings"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"--merge: {path} is not a CHFL result file ({exc})") from None
+    if old.get("benchmark") != "chfl":
+        raise SystemExit(f"--merge: {path} is not a CHFL result file")
+    ours, theirs = _result_settings(settings), _result_settings(old_settings)
+    differ = sorted(k for k in RESULT_SETTINGS if ours[k] != theirs[k])
+    if differ:
+        raise SystemExit(f"--merge: {path} was run with other {', '.join(differ)}; rerun without --merge")
+    keys = {job_key(asdict(j)) for j in planned}
+    outside = [r for r in runs if job_key(r["job"]) not in keys]
+    if outside:
+        raise SystemExit(f"--merge: {path} holds {len(outside)} runs this plan does not include (first:"
+                         f" {outside[0]['job']}); plan at least what it holds or rerun without --merge")
+    return old
+
+
+def chunk_record(report: dict[str, Any], jobs: int, seconds: float) -> dict[str, Any]:
+    """What one invocation ran: when, at which commit, under which load, how many jobs, how long."""
+    return {"date": report["date"], "commit": report["commit"], "command": report.get("command"),
+            "load_average_1m": report["device"].get("load_average_1m"), "jobs": jobs, "seconds": seconds}
+
+
+def previous_chunks(old: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chunks of a stored file; a file written in one go is one chunk, read from its header."""
+    return old.get("chunks") or [chunk_record(old, len(old["runs"]), old.get("seconds", 0.0))]
+
+
+def todo(planned: Sequence[Any], done: Sequence[dict[str, Any]], max_runs: int | None) -> list[Any]:
+    """The planned jobs not in ``done``, cut after ``max_runs`` whole runs (all lrs of a run together)."""
+    have = {job_key(r["job"]) for r in done}
+    missing = [j for j in planned if job_key(asdict(j)) not in have]
+    if max_runs is None:
+        return missing
+    runs = list(dict.fromkeys(run_key(asdict(j)) for j in missing))[:max_runs]
+    return [j for j in missing if run_key(asdict(j)) in set(runs)]
+
+
+__all__ = ["RESULT_SETTINGS", "chunk_record", "job_key", "load_previous", "previous_chunks", "todo"]
