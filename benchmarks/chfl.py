@@ -111,7 +111,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--render-only", action="store_true",
                    help="rewrite the Markdown and PNG from an existing --json file without running anything")
     p.add_argument("--merge", action="store_true",
-                   help="keep the runs in --json (same rounds, mus, lrs, device) and run only the planned ones it lacks")
+                   help="keep the runs in --json (same rounds, mus, lrs, device); run only the planned ones it lacks")
     p.add_argument("--max-runs", type=int, default=None,
                    help="run at most this many runs now (a run: one job at every lr), for chunks with --merge")
     a = p.parse_args(argv)
@@ -126,7 +126,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                   runs=1 if quick else a.runs, sweep_splits=1 if quick else a.sweep_splits,
                   clients=(2, 5) if quick else tuple(int(c) for c in a.clients.split(",")),
                   ratios=(0.3,) if quick else tuple(float(r) for r in a.ratios.split(",")),
-                  mus=tuple(float(m) for m in a.mus.split(",")), lrs=lrs, timing_rounds=2 if quick else a.timing_rounds,
+                  mus=tuple(float(m) for m in a.mus.split(",")), lrs=lrs,
+                  timing_rounds=2 if quick else a.timing_rounds,
                   workers=a.workers, device=a.device, quick=quick, json_path=a.json,
                   markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir,
                   render_only=a.render_only, merge=a.merge, max_runs=a.max_runs)
