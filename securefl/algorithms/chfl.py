@@ -52,8 +52,10 @@ class CHFLConfig:
                   which the validation accuracy of every method has levelled off on
                   covertype, while the model of each method is picked at its best
                   round on the client's validation rows (``select_round``).
-    lr:           Adam's learning rate, fixed at 1e-3 (the paper tunes it on validation
-                  data from an unstated grid; a fixed value keeps the CPU budget).
+    lr:           Adam's learning rate, one value for every client of a run. The paper
+                  has each client tune it on its validation rows from an unstated grid:
+                  ``python -m benchmarks.chfl --lrs`` repeats a run per rate and each
+                  client keeps its own choice (``benchmarks.chfl_summary.tune_lr``).
     mus:          the mu > 0 grid; each client picks mu (and the round) on its own
                   validation rows. mu = 0 is always trained too, as its own method.
     heads:        the client-local models trained beside the common column:
