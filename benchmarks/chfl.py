@@ -30,7 +30,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
@@ -120,27 +120,30 @@ def parse_args(argv: Sequence[str] | None) -> Config:
         p.error("--rounds, --splits, --runs, --sweep-splits, --timing-rounds and --workers must be >= 1")
     if a.max_runs is not None and a.max_runs < 1:
         p.error(f"--max-runs must be >= 1, got {a.max_runs}")
-    lrs = _numbers(p, "--lrs", a.lrs)
+    lrs = _numbers(p, "--lrs", a.lrs, "positive numbers", lambda v: v > 0)
+    mus = _numbers(p, "--mus", a.mus, "numbers in (0, 1]", lambda v: 0 < v <= 1)
+    ratios = _numbers(p, "--ratios", a.ratios, "numbers in (0, 1)", lambda v: 0 < v < 1)
+    clients = _numbers(p, "--clients", a.clients, "integers >= 2", lambda v: v >= 2 and v == int(v))
     quick = a.quick
     return Config(datasets=datasets, rounds=4 if quick else a.rounds, splits=1 if quick else a.splits,
                   runs=1 if quick else a.runs, sweep_splits=1 if quick else a.sweep_splits,
-                  clients=(2, 5) if quick else tuple(int(c) for c in a.clients.split(",")),
-                  ratios=(0.3,) if quick else tuple(float(r) for r in a.ratios.split(",")),
-                  mus=tuple(float(m) for m in a.mus.split(",")), lrs=lrs,
+                  clients=(2, 5) if quick else tuple(int(c) for c in clients),
+                  ratios=(0.3,) if quick else ratios, mus=mus, lrs=lrs,
                   timing_rounds=2 if quick else a.timing_rounds,
                   workers=a.workers, device=a.device, quick=quick, json_path=a.json,
                   markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir,
                   render_only=a.render_only, merge=a.merge, max_runs=a.max_runs)
 
 
-def _numbers(parser: argparse.ArgumentParser, flag: str, text: str) -> tuple[float, ...]:
-    """A comma-separated list of distinct positive numbers, sorted, or a parser error naming ``flag``."""
+def _numbers(parser: argparse.ArgumentParser, flag: str, text: str, what: str,
+             valid: Callable[[float], bool]) -> tuple[float, ...]:
+    """A comma-separated list of distinct ``valid`` numbers, sorted, or a parser error naming ``flag``."""
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
-        parser.error(f"{flag} must be comma-separated numbers, got {text!r}")
-    if not all(v > 0 and math.isfinite(v) for v in values) or len(set(values)) != len(values):
-        parser.error(f"{flag} must list distinct positive numbers, got {text!r}")
+        values = []
+    if not values or not all(math.isfinite(v) and valid(v) for v in values) or len(set(values)) != len(values):
+        parser.error(f"{flag} must list distinct {what}, separated by commas; got {text!r}")
     return tuple(sorted(values))
 
 

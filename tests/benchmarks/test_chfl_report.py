@@ -50,11 +50,19 @@ def test_plan_repeats_every_accuracy_run_per_learning_rate_but_times_once():
     assert [j.lr for j in jobs if j.experiment == "timing"] == [0.001, 0.001]
 
 
-@pytest.mark.parametrize("text", ["0.001,x", "0.001,-0.1", "0.001,0.001", "0", "nan"])
-def test_bad_learning_rate_grid_is_a_usage_error_naming_the_flag(text, capsys):
+@pytest.mark.parametrize("flag, text", [("--lrs", "0.001,x"), ("--lrs", "0.001,-0.1"), ("--lrs", "0.001,0.001"),
+                                        ("--lrs", "0"), ("--lrs", "nan"), ("--mus", "0.5,1.5"), ("--mus", "0"),
+                                        ("--ratios", "0.3,1"), ("--ratios", ""), ("--clients", "2,2.5"),
+                                        ("--clients", "1,5")])
+def test_bad_number_list_is_a_usage_error_naming_the_flag(flag, text, capsys):
     with pytest.raises(SystemExit) as err:
-        parse_args(["--lrs", text])
-    assert err.value.code == 2 and "--lrs" in capsys.readouterr().err
+        parse_args([flag, text])
+    assert err.value.code == 2 and flag in capsys.readouterr().err
+
+
+def test_number_lists_are_sorted():
+    cfg = parse_args(["--mus", "1,0.5", "--ratios", "0.5,0.1", "--clients", "10,2"])
+    assert (cfg.mus, cfg.ratios, cfg.clients) == ((0.5, 1.0), (0.1, 0.5), (2, 10))
 
 
 def test_ordering_verdict_follows_the_means():
