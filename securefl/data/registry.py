@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Mapping, Sequence
+from typing import Mapping
 
 from protocols.errors import InputError
-from securefl.data.entries import DataFile, DatasetEntry, Loader
+from securefl.data.entries import DataFile, DatasetEntry
 from securefl.data.horizontal_sets import HORIZONTAL_ENTRIES
 from securefl.data.stfl_sets import load_breast_sklearn, load_fate_pair, load_give_credit
 from securefl.data.vertical import VerticalDataset

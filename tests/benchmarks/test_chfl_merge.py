@@ -6,7 +6,7 @@ from dataclasses import asdict
 import pytest
 
 import benchmarks.chfl as chfl
-from benchmarks.chfl import Job, parse_args, plan
+from benchmarks.chfl import parse_args, plan
 from benchmarks.chfl_merge import load_previous, todo
 
 METHODS = ("common", "local", "chfl_mu0", "chfl", "simple")
