@@ -10,7 +10,7 @@ import json
 import statistics
 from typing import Any, Sequence
 
-METHODS = ("common", "local", "chfl_mu0", "chfl", "simple")
+from securefl.algorithms.chfl import REPORTED as METHODS
 
 
 def cell(values: Sequence[float]) -> dict[str, Any]:
@@ -60,6 +60,7 @@ def _combine(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def summarize(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Table II per dataset, Table III per client count, Fig. 4 per ratio, and the timing comparison."""
     outputs = tune_lr(outputs)
+
     def group(pred) -> dict[str, dict[str, Any]]:
         chosen = [o for o in outputs if pred(o["job"])]
         return {m: cell([o["accuracy"][m] for o in chosen]) for m in METHODS if chosen and m in chosen[0]["accuracy"]}

@@ -41,6 +41,8 @@ from securefl.runtime.federated import averaging_server, client_average
 
 SERVER = "server"
 METHODS = ("chfl", "common", "local", "simple")
+REPORTED = ("common", "local", "chfl_mu0", "chfl", "simple")
+"""The result rows of a run, in the paper's column order (chfl_mu0: CHFL with mu = 0)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,7 +185,7 @@ def summarize(clients: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     can also choose among runs (the CHFL benchmark's per-client learning rate).
     """
     out = {}
-    for method in ("common", "local", "chfl_mu0", "chfl", "simple"):
+    for method in REPORTED:
         chosen = {c["client"]: c["selected"][method] for c in clients if method in c["selected"]}
         if not chosen:
             continue
@@ -261,5 +263,5 @@ def run_chfl_method(method: str, partition: CHFLPartition, config: CHFLConfig, *
     return result
 
 
-__all__ = ["CHFLConfig", "METHODS", "SERVER", "chfl_client", "chfl_parties", "local_client", "run_chfl",
+__all__ = ["CHFLConfig", "METHODS", "REPORTED", "SERVER", "chfl_client", "chfl_parties", "local_client", "run_chfl",
            "run_chfl_method", "run_local", "secagg_config", "summarize"]
