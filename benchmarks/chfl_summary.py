@@ -11,6 +11,7 @@ import statistics
 from typing import Any, Sequence
 
 from securefl.algorithms.chfl import REPORTED as METHODS
+from securefl.algorithms.chfl_tuning import choose_lr
 
 
 def cell(values: Sequence[float]) -> dict[str, Any]:
@@ -41,20 +42,14 @@ def tune_lr(outputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _combine(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The per-client lr choice over ``outputs`` (one run at several learning rates, lr ascending)."""
-    out: dict[str, Any] = {**outputs[0], "job": {**outputs[0]["job"], "lr": [o["job"]["lr"] for o in outputs]},
-                           "accuracy": {}, "clients": {}, "selected": {}, "last_round_accuracy": {},
-                           "seconds": sum(o["seconds"] for o in outputs)}
-    for method in outputs[0]["accuracy"]:
-        chosen = {}
-        for client in outputs[0]["selected"][method]:
-            best = max(outputs, key=lambda o: (o["selected"][method][client]["val"], -o["job"]["lr"]))
-            chosen[client] = {**best["selected"][method][client], "lr": best["job"]["lr"],
-                              "test": best["clients"][method][client]}
-        out["clients"][method] = {c: s["test"] for c, s in chosen.items()}
-        out["selected"][method] = chosen
-        out["accuracy"][method] = statistics.fmean(s["test"] for s in chosen.values())
-        out["last_round_accuracy"][method] = statistics.fmean(s["last_round_test"] for s in chosen.values())
-    return out
+    methods = choose_lr([(o["job"]["lr"], {m: {"clients": o["clients"][m], "selected": o["selected"][m]}
+                                           for m in o["accuracy"]}) for o in outputs])
+    return {**outputs[0], "job": {**outputs[0]["job"], "lr": [o["job"]["lr"] for o in outputs]},
+            "accuracy": {m: v["accuracy"] for m, v in methods.items()},
+            "clients": {m: v["clients"] for m, v in methods.items()},
+            "selected": {m: v["selected"] for m, v in methods.items()},
+            "last_round_accuracy": {m: v["last_round_accuracy"] for m, v in methods.items()},
+            "seconds": sum(o["seconds"] for o in outputs)}
 
 
 def summarize(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:

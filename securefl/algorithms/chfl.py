@@ -56,8 +56,9 @@ class CHFLConfig:
                   round on the client's validation rows (``select_round``).
     lr:           Adam's learning rate, one value for every client of a run. The paper
                   has each client tune it on its validation rows from an unstated grid:
-                  ``python -m benchmarks.chfl --lrs`` repeats a run per rate and each
-                  client keeps its own choice (``benchmarks.chfl_summary.tune_lr``).
+                  :func:`securefl.algorithms.chfl_tuning.run_chfl_tuned` (``securefl run
+                  chfl --lrs``) repeats a run per rate and each client keeps its own
+                  choice; ``python -m benchmarks.chfl --lrs`` does the same over its runs.
     mus:          the mu > 0 grid; each client picks mu (and the round) on its own
                   validation rows. mu = 0 is always trained too, as its own method.
     heads:        the client-local models trained beside the common column:

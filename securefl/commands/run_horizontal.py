@@ -12,6 +12,7 @@ Every model average runs through secure aggregation unless ``--no-secure-agg``.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -36,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--clients", type=int, default=5, help="CHFL: clients of a random feature split (default 5)")
     g.add_argument("--common-ratio", type=float, default=0.3, help="CHFL: share of common features (default 0.3)")
     g.add_argument("--feature-seed", type=int, default=None, help="CHFL: the random feature split (default: --seed)")
+    g.add_argument("--lrs", metavar="LIST", default=None,
+                   help="CHFL: comma-separated Adam rates; each client keeps, per method, the one its own "
+                        "validation rows prefer (one run per rate; replaces --lr)")
     g.add_argument("--rounds", type=int, default=None,
                    help="communication rounds (CHFL: T, default 20; GL: epochs, as --epochs)")
     g.add_argument("--batches", type=int, default=None, help="GL: batches per local epoch (paper default)")
@@ -99,11 +103,28 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError(f"--common-ratio must be between 0 and 1, got {args.common_ratio}")
     if args.csv is not None and args.party_csv:
         raise InputError("--csv (horizontal data) and --party-csv (vertical data) cannot be combined")
+    if args.lrs is not None:
+        args.lrs = parse_lrs(args.lrs)
+        if args.method not in (*CHFL_METHODS, "local"):
+            raise InputError(f"--lrs applies to the CHFL family ({', '.join(CHFL_METHODS)}, local), "
+                             f"not to {args.method!r}")
+
+
+def parse_lrs(text: str) -> tuple[float, ...]:
+    """``--lrs``: distinct positive learning rates separated by commas, ascending."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or any(not math.isfinite(v) or v <= 0 for v in values) or len(set(values)) != len(values):
+        raise InputError(f"--lrs must list distinct positive learning rates separated by commas, got {text!r}")
+    return tuple(sorted(values))
 
 
 def run_chfl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
     """Load and partition the data, then run the CHFL-family method."""
     from securefl.algorithms.chfl import CHFLConfig, run_chfl_method
+    from securefl.algorithms.chfl_tuning import run_chfl_tuned
     from securefl.data.chfl_sets import chfl_partition, load_chfl_dataset, load_csv_dataset, parse_feature_spec
 
     if args.csv is not None:
@@ -116,6 +137,9 @@ def run_chfl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
                                sample_seed=args.seed, spec=spec)
     config = CHFLConfig(rounds=args.rounds or args.epochs or 20, batch_size=args.batch_size or 64, lr=args.lr,
                         seed=args.seed, device=args.device)
+    if args.lrs is not None:
+        return run_chfl_tuned(args.method, partition, config, lrs=args.lrs, secure_agg=args.secure_agg,
+                              backend=args.backend, progress=progress)
     return run_chfl_method(args.method, partition, config, secure_agg=args.secure_agg, backend=args.backend,
                            progress=progress)
 
@@ -127,6 +151,8 @@ def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
     from securefl.data.gl_sets import load_csv_clients
     from securefl.data.registry import load_registered
 
+    if args.lrs is not None:
+        raise InputError(f"--lrs applies to CHFL data only, not to {_source(args, 'gl')}")
     if args.csv is not None:
         dataset = load_csv_clients(args.csv, label=args.label, client_column=args.client_column)
     else:
@@ -153,9 +179,16 @@ def summary_line(args: argparse.Namespace, result: dict[str, Any]) -> str:
     rounds = result.get("round_seconds") or []
     per_round = f" | {sum(rounds) / len(rounds):.3f} s/round" if rounds else ""
     mode = "secure" if args.secure_agg else "plain"
+    tuned = f" | lr per client: {_rates(metrics['lr'])}" if isinstance(metrics.get("lr"), dict) else ""
     return (f"{args.method} on {result['dataset']} (seed {args.seed}, {mode} aggregation): mean client accuracy"
-            f" {metrics['accuracy']:.4f}{extra} | {result['seconds']:.2f} s{per_round} | {result['bytes']:,} bytes")
+            f" {metrics['accuracy']:.4f}{extra} | {result['seconds']:.2f} s{per_round} | {result['bytes']:,} bytes"
+            f"{tuned}")
+
+
+def _rates(chosen: dict[str, float]) -> str:
+    """Each client's chosen learning rate, ``c0 0.001, c1 0.003``."""
+    return ", ".join(f"{client} {lr:g}" for client, lr in chosen.items())
 
 
 __all__ = ["CHFL_METHODS", "GL_METHODS", "HORIZONTAL_METHODS", "add_arguments", "check_args", "family",
-           "run_chfl_family", "run_gl_family", "summary_line"]
+           "parse_lrs", "run_chfl_family", "run_gl_family", "summary_line"]

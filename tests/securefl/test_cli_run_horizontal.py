@@ -58,6 +58,20 @@ def test_secure_and_plain_aggregation_give_the_same_chfl_result(tmp_path):
     assert secure["settings"]["secure_agg"] is True and plain["settings"]["secure_agg"] is False
 
 
+def test_chfl_with_a_learning_rate_grid_reports_each_clients_choice(tmp_path, capsys):
+    # Arrange
+    table = _table(tmp_path)
+    # Act
+    code, result = _run(["chfl", "--csv", str(table), "--label", "y", "--clients", "2", "--rounds", "2",
+                         "--lrs", "0.01,0.001", "--no-secure-agg"], tmp_path / "tuned.json")
+    # Assert: one run per rate, the grid in the settings, every client's rate one of the grid
+    assert code == 0
+    assert result["settings"]["lr"] == [0.001, 0.01] and [r["lr"] for r in result["runs"]] == [0.001, 0.01]
+    assert set(result["metrics"]["lr"]) == {"c0", "c1"} <= set(result["metrics"]["clients"])
+    assert set(result["metrics"]["lr"].values()) <= {0.001, 0.01}
+    assert "lr per client: c0 " in capsys.readouterr().out
+
+
 def test_gl_on_a_csv_with_natural_clients(tmp_path):
     # Arrange
     table = _table(tmp_path, clients=["north", "south", "west"])
@@ -118,6 +132,11 @@ def test_one_epoch_gl_run_says_that_nothing_was_federated(tmp_path, capsys):
     (["chfl", "--clients", "1"], "--clients must be at least 2"),
     (["chfl", "--common-ratio", "1.5"], "--common-ratio must be between 0 and 1"),
     (["chfl", "--rounds", "0"], "--rounds must be at least 1"),
+    (["chfl", "--lrs", "0.001,0"], "--lrs must list distinct positive learning rates"),
+    (["chfl", "--lrs", "fast"], "--lrs must list distinct positive learning rates"),
+    (["gl", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
+    (["stfl", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
+    (["local", "--dataset", "gl_heart", "--lrs", "0.001"], "--lrs applies to CHFL data only"),
 ])
 def test_bad_horizontal_arguments_are_one_line_errors(capsys, argv, message):
     code = main(["run", *argv, "--no-progress"])
