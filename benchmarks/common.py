@@ -17,7 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_PATH = "benchmarks/results"
+"""Where results live, relative to the repository root."""
+RESULTS_DIR = Path(__file__).resolve().parent.parent / RESULTS_PATH
 
 
 def dataset_names(parser: argparse.ArgumentParser, value: str, known: Collection[str]) -> tuple[str, ...]:
@@ -31,13 +33,19 @@ def dataset_names(parser: argparse.ArgumentParser, value: str, known: Collection
     return names
 
 
-def git_commit() -> str:
-    """The checked-out commit, with ``+dirty`` when tracked files differ from it."""
-    root = Path(__file__).resolve().parent.parent
+def git_commit(root: Path | None = None) -> str:
+    """The checked-out commit, with ``+dirty`` when tracked files differ from it.
+
+    Files under ``benchmarks/results/`` do not count: a benchmark run in chunks
+    (``--merge``) rewrites its own result files between chunks, while the code that
+    produced them is still the commit's.
+    """
+    root = Path(__file__).resolve().parent.parent if root is None else root
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                f":(exclude){RESULTS_PATH}"], cwd=root,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
