@@ -2,10 +2,12 @@
 
     python -m benchmarks.stfl [--quick] [--device cuda] [--datasets breast,default_credit,give_credit]
                               [--seeds 5] [--epochs 100] --json FILE [--markdown FILE] [--merge]
+                              [--render-only]
 
 ``--merge`` adds the datasets run now to an existing result file (replacing
-those of the same name); each dataset keeps the date, commit and command of the
-run that produced it.
+those of the same name); each dataset keeps the date, commit, command and host of
+the run that produced it. ``--render-only`` rewrites the Markdown from ``--json``
+without running anything.
 
 Every method runs on the same per-seed split (40% self-taught, 40% train, 20%
 test). HE-VFL runs through the real protocol (Paillier and CKKS). Where a full
@@ -58,6 +60,7 @@ class Config:
     markdown_path: Path
     data_dir: Path | None
     merge: bool = False
+    render_only: bool = False
 
 
 def parse_args(argv: Sequence[str] | None) -> Config:
@@ -78,6 +81,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--markdown", type=Path, default=None)
     p.add_argument("--merge", action="store_true",
                    help="add these datasets to the existing --json file instead of replacing it")
+    p.add_argument("--render-only", action="store_true",
+                   help="rewrite the Markdown from an existing --json file without running anything")
     a = p.parse_args(argv)
     datasets = ("breast",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     if a.seeds < 1 or a.epochs < 1:
@@ -87,7 +92,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                   ckks_max_steps=a.ckks_max_steps, paillier_max_steps=a.paillier_max_steps,
                   he_timed_steps=a.he_timed_steps, json_path=a.json,
                   markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir,
-                  merge=a.merge)
+                  merge=a.merge, render_only=a.render_only)
 
 
 def _methods(cfg: Config) -> list[tuple[str, bool, Callable[..., dict]]]:
@@ -184,9 +189,14 @@ def seal_rotation_ms(count: int = 200) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
+    if cfg.render_only:
+        if not cfg.json_path.is_file():
+            raise SystemExit(f"--render-only: {cfg.json_path} does not exist")
+        render(json.loads(cfg.json_path.read_text()), cfg)
+        return 0
     datasets = load_datasets(cfg)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path", "data_dir", "merge")}
+                if k not in ("json_path", "markdown_path", "data_dir", "merge", "render_only")}
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=["benchmarks.stfl", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = "stfl"
@@ -197,11 +207,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cfg.merge:
         report = merge_reports(json.loads(cfg.json_path.read_text()), report)
     write_json(cfg.json_path, report)
+    render(report, cfg)
+    return 0
+
+
+def render(report: dict[str, Any], cfg: Config) -> None:
+    """Write the Markdown tables of ``report``."""
     from benchmarks.stfl_report import to_markdown
 
     write_text(cfg.markdown_path, to_markdown(report, markdown_header("STFL: Table I and Table III", report)))
     print(f"wrote {cfg.json_path} and {cfg.markdown_path}")
-    return 0
 
 
 if __name__ == "__main__":

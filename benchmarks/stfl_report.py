@@ -100,8 +100,18 @@ def provenance(report: dict[str, Any]) -> str:
     if len({r["commit"] + r["date"] for _, r in runs}) <= 1:
         return ""
     lines = ["Datasets come from separate runs (`--merge`):", ""]
-    lines += [f"- {PAPER_NAMES[name]}: {r['date']}, commit `{r['commit']}`, `{r['command']}`" for name, r in runs]
+    lines += [f"- {PAPER_NAMES[name]}: {r['date']}, commit `{r['commit']}`{_host(r)}, `{r['command']}`"
+              for name, r in runs]
     return "\n".join(lines) + "\n"
+
+
+def _host(run: dict[str, Any]) -> str:
+    """``, on <cpu> (load L)``: runs on other hosts time differently, so each dataset names its own."""
+    device = run.get("device") or {}
+    if not isinstance(device, dict) or "cpu" not in device:
+        return ""
+    load = device.get("load_average_1m")
+    return f", on {device['cpu']}" + (f" (load {load} at the start)" if load is not None else "")
 
 
 def to_markdown(report: dict[str, Any], header: str) -> str:

@@ -1,5 +1,7 @@
 """The STFL benchmark's tables: aligned columns, paper figures beside ours, honest verdicts."""
 
+import json
+
 import pytest
 
 from benchmarks import stfl
@@ -60,6 +62,42 @@ def test_merge_keeps_old_datasets_with_their_own_run_and_replaces_rerun_ones():
     assert [d["dataset"] for d in merged["datasets"]] == ["breast", "default_credit", "give_credit"]
     assert [d["run"]["date"] for d in merged["datasets"]] == ["new", "old", "new"]
     assert "Datasets come from separate runs" in provenance(merged)
+
+
+def test_each_dataset_from_its_own_run_names_the_host_it_ran_on():
+    # Arrange: two datasets timed on different CPUs
+    old = _file(["default_credit"], "old")
+    old["device"] = {"cpu": "Intel(R) Xeon(R) Processor", "load_average_1m": 0.5}
+    new = _file(["breast"], "new")
+    new["device"] = {"cpu": "AMD EPYC"}
+    for report in (old, new):
+        report["datasets"][0]["run"] = {k: report[k] for k in ("date", "commit", "quick", "device", "settings",
+                                                                "command")}
+    # Act
+    text = provenance(merge_reports(old, new))
+    # Assert
+    assert "commit `new`, on AMD EPYC, `new`" in text
+    assert "commit `old`, on Intel(R) Xeon(R) Processor (load 0.5 at the start), `old`" in text
+
+
+def test_render_only_rewrites_the_markdown_from_the_stored_runs_alone(tmp_path, monkeypatch):
+    # Arrange: a stored report, and no data folder (nothing may run)
+    monkeypatch.delenv("SECUREFL_DATA", raising=False)
+    report = {**_report(0.93), "date": "d", "commit": "c", "quick": False, "settings": {}, "command": "cmd",
+              "device": {"device": "cpu", "cpu": "AMD EPYC", "cores": 2}}
+    stored = tmp_path / "stfl.json"
+    stored.write_text(json.dumps(report))
+    # Act
+    code = stfl.main(["--render-only", "--json", str(stored)])
+    # Assert
+    text = (tmp_path / "stfl.md").read_text()
+    assert code == 0 and "## Table I" in text and "AMD EPYC" in text
+    assert json.loads(stored.read_text()) == report
+
+
+def test_render_only_without_a_stored_file_is_a_one_line_error(tmp_path):
+    with pytest.raises(SystemExit, match="does not exist"):
+        stfl.main(["--render-only", "--json", str(tmp_path / "none.json")])
 
 
 def test_merge_refuses_to_mix_quick_and_full_results():
