@@ -207,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cfg.merge:
         report = merge_reports(json.loads(cfg.json_path.read_text()), report)
     write_json(cfg.json_path, report)
+    print(f"wrote {cfg.json_path}")
     render(report, cfg)
     return 0
 
@@ -216,7 +217,7 @@ def render(report: dict[str, Any], cfg: Config) -> None:
     from benchmarks.stfl_report import to_markdown
 
     write_text(cfg.markdown_path, to_markdown(report, markdown_header("STFL: Table I and Table III", report)))
-    print(f"wrote {cfg.json_path} and {cfg.markdown_path}")
+    print(f"wrote {cfg.markdown_path}")
 
 
 if __name__ == "__main__":
