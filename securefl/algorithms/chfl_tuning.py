@@ -68,8 +68,9 @@ def run_chfl_tuned(method: str, partition: CHFLPartition, config: CHFLConfig, *,
     """Run ``method`` once per rate of ``lrs``; each client keeps the rate its validation rows prefer.
 
     The DESIGN result dict: ``metrics`` and ``methods`` hold the per-client choice,
-    ``seconds`` and ``bytes`` add up every run, ``runs`` keeps each rate's own result
-    (without its per-client reports) and ``settings.lr`` lists the grid.
+    ``chosen_lr`` each client's rate for ``method``, ``seconds`` and ``bytes`` add up
+    every run, ``runs`` keeps each rate's own result (without its per-client reports)
+    and ``settings.lr`` lists the grid.
     """
     rates = check_lrs(lrs)
     progress = progress if progress is not None else config.progress
@@ -84,8 +85,8 @@ def run_chfl_tuned(method: str, partition: CHFLPartition, config: CHFLConfig, *,
     return {
         "method": method, "dataset": first["dataset"], "seed": first["seed"], "device": first["device"],
         "metrics": {"accuracy": picked["accuracy"], "clients": picked["clients"],
-                    "methods": {m: v["accuracy"] for m, v in methods.items()},
-                    "lr": {c: s["lr"] for c, s in picked["selected"].items()}},
+                    "methods": {m: v["accuracy"] for m, v in methods.items()}},
+        "chosen_lr": {c: s["lr"] for c, s in picked["selected"].items()},
         "seconds": sum(r["seconds"] for r in results), "bytes": sum(r["bytes"] for r in results),
         "methods": methods, "round_seconds": [s for r in results for s in r.get("round_seconds", [])],
         "settings": {**first["settings"], "lr": list(rates),

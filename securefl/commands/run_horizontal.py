@@ -92,7 +92,7 @@ def _source(args: argparse.Namespace, kind: str) -> str:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """One-line errors for the horizontal options."""
+    """One-line errors for the horizontal options (``--lrs`` is parsed in place)."""
     for name in ("rounds", "batches"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -179,7 +179,7 @@ def summary_line(args: argparse.Namespace, result: dict[str, Any]) -> str:
     rounds = result.get("round_seconds") or []
     per_round = f" | {sum(rounds) / len(rounds):.3f} s/round" if rounds else ""
     mode = "secure" if args.secure_agg else "plain"
-    tuned = f" | lr per client: {_rates(metrics['lr'])}" if isinstance(metrics.get("lr"), dict) else ""
+    tuned = f" | lr per client: {_rates(result['chosen_lr'])}" if "chosen_lr" in result else ""
     return (f"{args.method} on {result['dataset']} (seed {args.seed}, {mode} aggregation): mean client accuracy"
             f" {metrics['accuracy']:.4f}{extra} | {result['seconds']:.2f} s{per_round} | {result['bytes']:,} bytes"
             f"{tuned}")

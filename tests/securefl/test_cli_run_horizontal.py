@@ -67,8 +67,8 @@ def test_chfl_with_a_learning_rate_grid_reports_each_clients_choice(tmp_path, ca
     # Assert: one run per rate, the grid in the settings, every client's rate one of the grid
     assert code == 0
     assert result["settings"]["lr"] == [0.001, 0.01] and [r["lr"] for r in result["runs"]] == [0.001, 0.01]
-    assert set(result["metrics"]["lr"]) == {"c0", "c1"} <= set(result["metrics"]["clients"])
-    assert set(result["metrics"]["lr"].values()) <= {0.001, 0.01}
+    assert set(result["chosen_lr"]) == {"c0", "c1"} <= set(result["metrics"]["clients"])
+    assert set(result["chosen_lr"].values()) <= {0.001, 0.01}
     assert "lr per client: c0 " in capsys.readouterr().out
 
 

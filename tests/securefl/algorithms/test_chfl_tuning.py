@@ -75,7 +75,7 @@ def test_a_tuned_run_keeps_for_every_client_the_best_validated_of_its_runs():
             assert pick["val"] == best
             assert summary["clients"][client] == runs[pick["lr"]][method]["clients"][client]
     assert result["metrics"]["accuracy"] == result["methods"]["chfl"]["accuracy"]
-    assert result["metrics"]["lr"] == {c: s["lr"] for c, s in result["methods"]["chfl"]["selected"].items()}
+    assert result["chosen_lr"] == {c: s["lr"] for c, s in result["methods"]["chfl"]["selected"].items()}
     assert result["bytes"] == sum(r["bytes"] for r in result["runs"]) > 0
     assert ticks[-1] == (4, 4) and [d for d, _ in ticks] == sorted(d for d, _ in ticks)
 
@@ -88,7 +88,7 @@ def test_one_rate_gives_the_plain_run():
     plain = run_chfl_method("local", partition, _config())
     # Assert
     assert tuned["metrics"]["clients"] == plain["metrics"]["clients"]
-    assert set(tuned["metrics"]["lr"].values()) == {1e-3}
+    assert set(tuned["chosen_lr"].values()) == {1e-3}
 
 
 def test_an_unknown_method_is_refused_before_any_run():
