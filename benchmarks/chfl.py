@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
-from benchmarks.common import RESULTS_DIR, dataset_names, markdown_header, metadata, write_json, write_text
+from benchmarks.common import RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, write_json, write_text
 
 DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
 # ../shared/reference/README.md (paper Table II, III, V-B5): quoted for comparison, never measured here
@@ -116,6 +116,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                    help="run at most this many runs now (a run: one job at every lr), for chunks with --merge")
     a = p.parse_args(argv)
     datasets = ("digits",) if a.quick else dataset_names(p, a.datasets, DATASETS)
+    device_name(p, a.device)
     if min(a.rounds, a.splits, a.runs, a.sweep_splits, a.workers, a.timing_rounds) < 1:
         p.error("--rounds, --splits, --runs, --sweep-splits, --timing-rounds and --workers must be >= 1")
     if a.max_runs is not None and a.max_runs < 1:

@@ -33,6 +33,19 @@ def dataset_names(parser: argparse.ArgumentParser, value: str, known: Collection
     return names
 
 
+def device_name(parser: argparse.ArgumentParser, value: str) -> str:
+    """``--device`` checked before any work: cpu, or a CUDA device this machine has; else a
+    one-line usage error (exit 2), not a traceback from deep inside a run."""
+    from protocols.errors import InputError
+    from securefl.runtime import resolve_device
+
+    try:
+        resolve_device(value)
+    except InputError as err:
+        parser.error(str(err))
+    return value
+
+
 def git_commit(root: Path | None = None) -> str:
     """The checked-out commit, with ``+dirty`` when tracked files differ from it.
 

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import dataset_names, metadata, write_json, write_text
+from benchmarks.common import dataset_names, device_name, metadata, write_json, write_text
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
                                   render, table2)
 from protocols.channels import SecAggConfig
@@ -277,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    device_name(parser, args.device)
     args.markdown = args.markdown or args.json.with_suffix(".md")
     if args.render_only:
         return render_only(args)

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from benchmarks.common import RESULTS_DIR, dataset_names, markdown_header, metadata, write_json, write_text
+from benchmarks.common import RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, write_json, write_text
 
 DATASETS = ("breast", "default_credit", "give_credit")
 PAPER_NAMES = {"breast": "cancer", "default_credit": "payment", "give_credit": "credit"}
@@ -85,6 +85,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                    help="rewrite the Markdown from an existing --json file without running anything")
     a = p.parse_args(argv)
     datasets = ("breast",) if a.quick else dataset_names(p, a.datasets, DATASETS)
+    device_name(p, a.device)
     if a.seeds < 1 or a.epochs < 1:
         p.error("--seeds and --epochs must be at least 1")
     return Config(datasets=datasets, seeds=2 if a.quick else a.seeds, epochs=10 if a.quick else a.epochs,

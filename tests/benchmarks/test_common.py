@@ -1,11 +1,13 @@
-"""benchmarks.common: the --datasets parsing every benchmark shares."""
+"""benchmarks.common: the --datasets and --device parsing every benchmark shares, and the commit stamp."""
 
 import argparse
 import subprocess
 
 import pytest
+import torch
 
-from benchmarks.common import dataset_names, git_commit
+from benchmarks import chfl, gl, stfl
+from benchmarks.common import dataset_names, device_name, git_commit
 
 KNOWN = ("breast", "default_credit", "give_credit")
 
@@ -32,6 +34,44 @@ def test_a_bad_dataset_list_is_a_one_line_usage_error(capsys, value, message):
     # Assert
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"bench: error: {message}"
+
+
+def test_device_name_accepts_cpu():
+    # Arrange
+    parser = argparse.ArgumentParser(prog="bench")
+    # Act / Assert
+    assert device_name(parser, "cpu") == "cpu"
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("tpu:0", "--device 'tpu:0' is not a torch device"),
+    ("mps", "--device 'mps': only cpu and cuda are supported"),
+])
+def test_a_device_torch_cannot_use_is_a_one_line_usage_error(capsys, value, message):
+    # Arrange
+    parser = argparse.ArgumentParser(prog="bench")
+    # Act
+    with pytest.raises(SystemExit) as exit_info:
+        device_name(parser, value)
+    # Assert
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"bench: error: {message}")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA, so --device cuda is valid here")
+@pytest.mark.parametrize("start", [
+    lambda argv: stfl.parse_args(argv),
+    lambda argv: chfl.parse_args(argv),
+    lambda argv: gl.main([*argv, "--json", "unused.json"]),
+], ids=["stfl", "chfl", "gl"])
+def test_benchmarks_refuse_cuda_without_cuda_before_any_work(capsys, start):
+    # Act
+    with pytest.raises(SystemExit) as exit_info:
+        start(["--quick", "--device", "cuda"])
+    # Assert: the usage error, not the traceback torch raises when asked for a GPU's name
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "error: --device cuda: CUDA is not available on this machine; use --device cpu")
 
 
 def _git(root, *args):
