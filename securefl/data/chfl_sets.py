@@ -183,7 +183,7 @@ def load_csv_dataset(path: str | Path, *, label: str, name: str | None = None) -
     if frame[label].isna().any():
         raise InputError(f"--label {label!r}: {int(frame[label].isna().sum())} rows of {path} have no label")
     features = frame.drop(columns=[label])
-    text = [c for c in features.columns if not np.issubdtype(features[c].dtype, np.number)]
+    text = [c for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]  # pandas 3: str dtype
     if text:
         raise InputError(f"{path}: column {text[0]!r} is not numeric (encode it first or drop it)")
     values = features.to_numpy(np.float64)

@@ -112,6 +112,22 @@ def test_user_csv_loads_and_reports_a_missing_label(tmp_path):
         load_csv_dataset(good, label="target")
 
 
+def test_user_csv_with_a_text_or_missing_feature_is_a_clear_error(tmp_path):
+    # Arrange: pandas 3 reads text as its own str dtype, which numpy cannot interpret
+    text = tmp_path / "sites.csv"
+    text.write_text("a,site,y\n1,north,0\n3,south,1\n")
+    gap = tmp_path / "gap.csv"
+    gap.write_text("a,b,y\n1,,0\n3,4,1\n")
+    flags = tmp_path / "flags.csv"
+    flags.write_text("a,flag,y\n1,True,0\n3,False,1\n")
+    # Act / Assert
+    with pytest.raises(InputError, match=r"sites\.csv: column 'site' is not numeric"):
+        load_csv_dataset(text, label="y")
+    with pytest.raises(InputError, match=r"gap\.csv.*'b'"):
+        load_csv_dataset(gap, label="y")
+    assert load_csv_dataset(flags, label="y").features[:, 1].tolist() == [1.0, 0.0]
+
+
 def test_arff_and_libsvm_readers(tmp_path):
     # Arrange
     arff = tmp_path / "jannis.arff"
