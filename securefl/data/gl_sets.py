@@ -206,6 +206,9 @@ def load_csv_clients(path: str | Path, *, label: str, client_column: str) -> GLD
             raise InputError(f"{option}: column {column!r} not in {path} (columns: {known})")
     if frame[label].dropna().nunique() < 2:
         raise InputError(f"--label: column {label!r} in {path} needs at least two classes")
+    unassigned = int(frame[client_column].isna().sum())
+    if unassigned:  # groupby would drop these rows without a word
+        raise InputError(f"--client-column {client_column!r}: {unassigned} rows of {path} name no client")
     clients = []
     for name, rows in frame.groupby(client_column, sort=True):
         rows = rows.drop(columns=client_column).reset_index(drop=True)

@@ -85,6 +85,17 @@ def test_a_client_without_labels_or_rows_is_an_input_error(tmp_path):
         encode_client(ClientTable("k", "label", frame.iloc[:0], frame))
 
 
+def test_rows_that_name_no_client_are_an_input_error_not_dropped(tmp_path):
+    # Arrange: three rows lose their client
+    frame = _toy()
+    frame.loc[frame.index[:3], "site"] = None
+    path = tmp_path / "mine.csv"
+    frame.to_csv(path, index=False)
+    # Act / Assert
+    with pytest.raises(InputError, match=r"--client-column 'site': 3 rows of .*mine\.csv name no client"):
+        load_csv_clients(path, label="label", client_column="site")
+
+
 def test_unknown_dataset_is_an_input_error():
     with pytest.raises(InputError, match="unknown dataset 'gl_nope'"):
         load_registered("gl_nope", kind="gl")
