@@ -27,7 +27,7 @@ import numpy as np
 import phe
 import tenseal as ts
 
-from benchmarks.common import RESULTS_DIR, markdown_header, markdown_table, metadata, write_json, write_text
+from benchmarks.common import markdown_header, markdown_table, metadata, write_json, write_text
 from protocols.errors import InputError
 from protocols.he import EncryptedArray, SecretContext, make_he
 from securefl.runtime import validation as check
@@ -73,9 +73,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per operation (best kept)")
     parser.add_argument("--key-bits", type=int, default=2048, help="Paillier modulus bits (>= 2048)")
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
-    parser.add_argument("--markdown", type=Path, default=RESULTS_DIR / "he.md",
-                        help="write the Markdown table here (default benchmarks/results/he.md)")
+    parser.add_argument("--markdown", type=Path, default=None,
+                        help="write the Markdown table here (default: --json with .md, so a scratch run "
+                             "never overwrites benchmarks/results/he.md)")
     args = parser.parse_args(argv)
+    args.markdown = args.markdown or args.json.with_suffix(".md")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     shape = {"batch": 32, "d_in": 8, "d_out": 16, "phe_samples": 8} if args.quick else {}

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import RESULTS_DIR, markdown_header, markdown_table, metadata, write_json, write_text
+from benchmarks.common import markdown_header, markdown_table, metadata, write_json, write_text
 from protocols.psi import intersect
 
 DEFAULT_SIZES = (100_000, 1_000_000)
@@ -69,9 +69,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser.add_argument("--workers", type=int, default=None, help="blinding processes (default: all cores)")
     parser.add_argument("--skip-openmined", action="store_true", help="time only our PSI")
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
-    parser.add_argument("--markdown", type=Path, default=RESULTS_DIR / "psi.md",
-                        help="write the Markdown table here (default benchmarks/results/psi.md)")
+    parser.add_argument("--markdown", type=Path, default=None,
+                        help="write the Markdown table here (default: --json with .md, so a scratch run "
+                             "never overwrites benchmarks/results/psi.md)")
     args = parser.parse_args(argv)
+    args.markdown = args.markdown or args.json.with_suffix(".md")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     if not args.skip_openmined and not openmined_available():

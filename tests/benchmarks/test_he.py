@@ -18,6 +18,14 @@ def test_benchmark_refuses_insecure_paillier_keys(tmp_path: Path) -> None:
         bench.Config(quick=True, json_path=tmp_path, markdown_path=tmp_path, paillier_key_bits=1536)
 
 
+def test_markdown_goes_beside_the_json_unless_named(tmp_path: Path) -> None:
+    # a scratch --json must not overwrite the committed benchmarks/results/he.md
+    scratch = bench.parse_args(["--quick", "--json", str(tmp_path / "r.json")])
+    named = bench.parse_args(["--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "t.md")])
+
+    assert scratch.markdown_path == tmp_path / "r.md" and named.markdown_path == tmp_path / "t.md"
+
+
 def test_benchmark_runs_and_writes_labelled_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = bench.Config(quick=True, json_path=tmp_path / "he.json", markdown_path=tmp_path / "he.md",
                           batch=4, d_in=2, d_out=3, phe_samples=2, repeats=1)

@@ -20,6 +20,14 @@ def test_quick_is_small_and_labelled(tmp_path):
     assert cfg.quick and max(cfg.sizes) <= 10_000
 
 
+def test_markdown_goes_beside_the_json_unless_named(tmp_path):
+    # a scratch --json must not overwrite the committed benchmarks/results/psi.md
+    scratch = parse_args(["--quick", "--skip-openmined", "--json", str(tmp_path / "r.json")])
+    named = parse_args(["--skip-openmined", "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "t.md")])
+
+    assert scratch.markdown_path == tmp_path / "r.md" and named.markdown_path == tmp_path / "t.md"
+
+
 def test_benchmark_writes_json_and_markdown(tmp_path):
     out, md = tmp_path / "psi.json", tmp_path / "psi.md"
 
