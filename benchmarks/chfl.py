@@ -106,7 +106,9 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--workers", type=int, default=2, help="processes running jobs (one torch thread each)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--data-dir", default=None, help="dataset files (default: $SECUREFL_DATA)")
-    p.add_argument("--json", type=Path, default=RESULTS_DIR / "chfl.json")
+    p.add_argument("--json", type=Path, default=None,
+                   help="default benchmarks/results/chfl.json (chfl.quick.json with --quick, so a quick run "
+                        "never replaces the full results)")
     p.add_argument("--markdown", type=Path, default=None)
     p.add_argument("--render-only", action="store_true",
                    help="rewrite the Markdown and PNG from an existing --json file without running anything")
@@ -115,6 +117,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--max-runs", type=int, default=None,
                    help="run at most this many runs now (a run: one job at every lr), for chunks with --merge")
     a = p.parse_args(argv)
+    a.json = a.json or RESULTS_DIR / ("chfl.quick.json" if a.quick else "chfl.json")
     datasets = ("digits",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     device_name(p, a.device)
     if min(a.rounds, a.splits, a.runs, a.sweep_splits, a.workers, a.timing_rounds) < 1:

@@ -77,13 +77,16 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--paillier-max-steps", type=int, default=0,
                    help="same for Paillier (about 5 s a step here, so extrapolated by default)")
     p.add_argument("--he-timed-steps", type=int, default=5, help="steps timed when extrapolating")
-    p.add_argument("--json", type=Path, default=RESULTS_DIR / "stfl.json")
+    p.add_argument("--json", type=Path, default=None,
+                   help="default benchmarks/results/stfl.json (stfl.quick.json with --quick, so a quick run "
+                        "never replaces the full results)")
     p.add_argument("--markdown", type=Path, default=None)
     p.add_argument("--merge", action="store_true",
                    help="add these datasets to the existing --json file instead of replacing it")
     p.add_argument("--render-only", action="store_true",
                    help="rewrite the Markdown from an existing --json file without running anything")
     a = p.parse_args(argv)
+    a.json = a.json or RESULTS_DIR / ("stfl.quick.json" if a.quick else "stfl.json")
     datasets = ("breast",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     device_name(p, a.device)
     if a.seeds < 1 or a.epochs < 1:

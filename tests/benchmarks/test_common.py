@@ -74,6 +74,17 @@ def test_benchmarks_refuse_cuda_without_cuda_before_any_work(capsys, start):
         "error: --device cuda: CUDA is not available on this machine; use --device cpu")
 
 
+@pytest.mark.parametrize("module", [stfl, chfl], ids=["stfl", "chfl"])
+def test_a_quick_run_without_json_never_lands_on_the_full_results(module, tmp_path):
+    # Act
+    quick, full = module.parse_args(["--quick"]), module.parse_args([])
+    named = module.parse_args(["--quick", "--json", str(tmp_path / "q.json")])
+    # Assert
+    name = module.__name__.rsplit(".", 1)[-1]
+    assert (quick.json_path.name, full.json_path.name) == (f"{name}.quick.json", f"{name}.json")
+    assert quick.markdown_path.name == f"{name}.quick.md" and named.json_path == tmp_path / "q.json"
+
+
 def _git(root, *args):
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
                    capture_output=True)
