@@ -20,6 +20,7 @@ from protocols.errors import InputError
 from securefl.data import stfl_split
 from securefl.commands.run_horizontal import (HORIZONTAL_METHODS, add_arguments, check_args, family,
                                               run_chfl_family, run_gl_family, summary_line)
+from securefl.commands.run_options import check_scope
 from securefl.results import write_json_atomically
 
 VERTICAL_METHODS = ("stfl", "he-vfl", "hierarchical", "centralized")
@@ -55,7 +56,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--json", type=Path, help="write the result object here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_arguments(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, option_default=p.get_default)  # for check_scope: was an option set?
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -107,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     resolve_device(args.device)
     kind = family(args, lambda name: get_dataset(name).kind)
+    check_scope(args, kind, args.option_default)
     if kind != "vertical":
         runner = run_chfl_family if kind == "chfl" else run_gl_family
         result = runner(args, _progress(args, f"{args.method} rounds"))

@@ -1,0 +1,62 @@
+"""Which ``securefl run`` options each method and data family uses.
+
+``securefl run`` takes the options of every method in one parser, so a method
+would otherwise ignore the ones that are not its own without a word: ``--rounds``
+for STFL, ``--vae-epochs`` for Centralized, ``--no-secure-agg`` for a vertical
+method, ``--batch-size`` for GL (whose epochs are a fixed number of batches). An
+option set to anything but its default for a method that does not use it is a
+one-line error instead. An option given at its default value changes nothing, so it
+passes. The run-mode switches stay lenient where a loop over methods would pass
+them to all: ``--backend`` (Centralized and Hierarchical simply have no parties to
+spread) and ``--no-secure-agg`` for Local (which averages nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+from protocols.errors import InputError
+
+Applies = Callable[[argparse.Namespace, str], bool]
+"""(args, data family "vertical" | "chfl" | "gl") -> whether the option is used."""
+
+SCOPE: dict[str, tuple[str, Applies]] = {
+    "vae_epochs": ("stfl", lambda a, kind: a.method == "stfl"),
+    "he": ("he-vfl", lambda a, kind: a.method == "he-vfl"),
+    "all_data": ("the vertical methods", lambda a, kind: kind == "vertical"),
+    "id_column": ("--party-csv", lambda a, kind: bool(a.party_csv)),
+    "label": ("--party-csv or --csv", lambda a, kind: bool(a.party_csv) or a.csv is not None),
+    "batch_size": ("the vertical and CHFL-family methods (GL runs a fixed number of batches per epoch: "
+                   "--batches)", lambda a, kind: kind in ("vertical", "chfl")),
+    "client_column": ("--csv with GL-family methods", lambda a, kind: kind == "gl" and a.csv is not None),
+    "features": ("the CHFL family", lambda a, kind: kind == "chfl"),
+    "clients": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
+    "common_ratio": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
+    "feature_seed": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
+    "rounds": ("the horizontal methods", lambda a, kind: kind in ("chfl", "gl")),
+    "batches": ("the GL family", lambda a, kind: kind == "gl"),
+    "aggregate": ("the GL family", lambda a, kind: kind == "gl"),
+    "bn_stats": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
+    "final": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
+    "secure_agg": ("the horizontal methods", lambda a, kind: kind in ("chfl", "gl")),
+}
+
+
+def flag(dest: str, value: Any) -> str:
+    """The option as a user types it: ``--vae-epochs``, ``--no-secure-agg``."""
+    name = dest.replace("_", "-")
+    return f"--no-{name}" if value is False else f"--{name}"
+
+
+def check_scope(args: argparse.Namespace, kind: str, default: Callable[[str], Any]) -> None:
+    """InputError naming the first option set away from its ``default`` that ``args.method`` on
+    ``kind`` data would ignore."""
+    for dest, (scope, applies) in SCOPE.items():
+        value = getattr(args, dest)
+        if value != default(dest) and not applies(args, kind):
+            raise InputError(f"{flag(dest, value)} applies to {scope}, not to {args.method!r} "
+                             f"on {kind} data; drop it")
+
+
+__all__ = ["SCOPE", "check_scope", "flag"]
