@@ -7,6 +7,7 @@ parameter, and exit status 2; nothing half-written is left behind.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -32,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen command; return the exit status."""
+    # torch's C++ side logs a failed rendezvous as pages of stack frames before the Python
+    # error we turn into one line; it reads this once, when torch loads (set it to see them)
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -64,16 +64,27 @@ class TorchDistTransport(Transport):
         if dist.is_initialized():
             raise ProtocolError("torch.distributed is already initialised in this process")
         self.rank = self.parties.index(name)
-        store = dist.TCPStore(host, port, len(self.parties), is_master=self.rank == 0,
-                              timeout=_dt.timedelta(seconds=connect_timeout))
-        dist.init_process_group("gloo", store=store, rank=self.rank, world_size=len(self.parties),
-                                timeout=_GROUP_TIMEOUT)
+        self._rendezvous(host, port, connect_timeout)
         self._send_locks = {peer: threading.Lock() for peer in self.peers}
         self._closed = False
         self._receivers = [threading.Thread(target=self._receive_loop, args=(peer,), daemon=True,
                                             name=f"recv-{name}<-{peer}") for peer in self.peers]
         for thread in self._receivers:
             thread.start()
+
+    def _rendezvous(self, host: str, port: int, connect_timeout: float) -> None:
+        """Join the process group; a peer that never comes or a busy port is one clear error."""
+        try:
+            store = dist.TCPStore(host, port, len(self.parties), is_master=self.rank == 0,
+                                  timeout=_dt.timedelta(seconds=connect_timeout))
+            dist.init_process_group("gloo", store=store, rank=self.rank, world_size=len(self.parties),
+                                    timeout=_GROUP_TIMEOUT)
+        except RuntimeError as exc:  # torch's DistNetworkError / DistStoreError, gloo's own
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            where = f"party {self.name!r}: rendezvous at {host}:{port} failed: {reason}"
+            if "timed out" in reason.lower():
+                where += f" (start every party with the same address, or allow more than {connect_timeout:g} s)"
+            raise ProtocolError(where) from None
 
     def _rank(self, party: str) -> int:
         return self.parties.index(party)

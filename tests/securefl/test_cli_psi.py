@@ -105,3 +105,20 @@ def test_network_psi_runs_each_party_in_its_own_process(tmp_path, two_parties):
     got_c = pd.read_csv(tmp_path / "net" / "client.csv", dtype=str, keep_default_na=False)
     assert got_s["id"].tolist() == got_c["id"].tolist() and sorted(got_s["id"]) == ["NA", "a", "c"]
     assert json.loads((tmp_path / "s.json").read_text())["intersection_size"] == 3
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("role", ["server", "client"])
+def test_a_peer_that_never_joins_is_one_line_and_writes_nothing(tmp_path, two_parties, role):
+    # Arrange: nobody else uses this port
+    left, _ = two_parties
+    port = free_port()
+    cmd = [sys.executable, "-m", "securefl", "psi", str(left), "--id-column", "id", "--out", str(tmp_path / "net"),
+           "--peer", f"127.0.0.1:{port}", "--timeout", "1", "--role", role]
+    # Act: a fresh process, as a user runs it (torch's C++ logging included)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    # Assert
+    err = done.stderr.strip().splitlines()
+    assert done.returncode == 3 and len(err) == 1, done.stderr
+    assert f"party '{role}': rendezvous at 127.0.0.1:{port} failed" in err[0] and "allow more than 1 s" in err[0]
+    assert not (tmp_path / "net").exists()
