@@ -27,6 +27,7 @@ SCOPE: dict[str, tuple[str, Applies]] = {
     "all_data": ("the vertical methods", lambda a, kind: kind == "vertical"),
     "id_column": ("--party-csv", lambda a, kind: bool(a.party_csv)),
     "label": ("--party-csv or --csv", lambda a, kind: bool(a.party_csv) or a.csv is not None),
+    "lr": ("runs without --lrs (which tries each of its rates instead)", lambda a, kind: a.lrs is None),
     "batch_size": ("the vertical and CHFL-family methods (GL runs a fixed number of batches per epoch: "
                    "--batches)", lambda a, kind: kind in ("vertical", "chfl")),
     "client_column": ("--csv with GL-family methods", lambda a, kind: kind == "gl" and a.csv is not None),

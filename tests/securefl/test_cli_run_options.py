@@ -20,6 +20,7 @@ from securefl.commands.run_options import SCOPE, check_scope, flag
     (["local", "--dataset", "gl_heart", "--final", "average"], "--final applies to gl and fedavg"),
     (["chfl", "--dataset", "digits", "--client-column", "site"], "--client-column applies to --csv with GL"),
     (["chfl", "--dataset", "digits", "--aggregate", "batch"], "--aggregate applies to the GL family"),
+    (["chfl", "--dataset", "digits", "--lrs", "0.001,0.01", "--lr", "0.1"], "--lr applies to runs without --lrs"),
     (["chfl", "--dataset", "digits", "--features", "common=pixel_0;unique=pixel_1|pixel_2", "--clients", "3"],
      "--clients applies to a random CHFL feature split"),
 ])
@@ -35,7 +36,7 @@ def test_an_option_the_method_ignores_is_a_one_line_error(capsys, tmp_path, argv
 
 
 def _args(**given):
-    base = {"method": "stfl", "party_csv": None, "csv": None, "features": None}
+    base = {"method": "stfl", "party_csv": None, "csv": None, "features": None, "lrs": None}
     return argparse.Namespace(**{**base, **{dest: None for dest in SCOPE}, **given})
 
 
