@@ -12,6 +12,7 @@ import datetime as _dt
 import multiprocessing as mp
 import queue
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -164,6 +165,10 @@ def _portable(exc: BaseException) -> BaseException:
     return ProtocolError(f"{cls.__name__}: {exc}\n{traceback.format_exc()}")
 
 
+_GUARD_HINT = ("each party process of the torch backend imports the main script again, so a script must "
+               "call run_parties(backend='torch') under `if __name__ == \"__main__\":`")
+
+
 def _collect(procs: list[Any], parties: tuple[str, ...], results: Any) -> dict[str, tuple]:
     """Each party's (status, value, meter, log) from the queue; ProtocolError if one dies silently."""
     collected: dict[str, tuple] = {}
@@ -176,8 +181,9 @@ def _collect(procs: list[Any], parties: tuple[str, ...], results: Any) -> dict[s
             if dead and results.empty():
                 time.sleep(0.5)
                 if results.empty():
+                    hint = f"; if a script started it: {_GUARD_HINT}" if dead[0].exitcode == 1 else ""
                     raise ProtocolError(f"party process {dead[0].name[6:]!r} exited with code"
-                                        f" {dead[0].exitcode} without a result")
+                                        f" {dead[0].exitcode} without a result{hint}")
     return collected
 
 
@@ -186,6 +192,8 @@ def run_parties_torch(roles: Mapping[str, Any], *, kwargs: Mapping[str, Mapping[
     """Run each role in its own process over gloo on localhost (see ``run_parties``)."""
     from protocols.transport.runner import RunResult, _first_cause
 
+    if getattr(sys.modules.get("__main__"), "__name__", None) == "__mp_main__":
+        raise InputError(_GUARD_HINT)  # a party process re-running an unguarded script: stop here
     parties = tuple(roles)
     port = port or free_port()
     ctx = mp.get_context("spawn")

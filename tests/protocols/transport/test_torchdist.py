@@ -69,3 +69,22 @@ def test_secure_aggregation_runs_across_three_processes():
     np.testing.assert_allclose(run.results["server"], [2.0, 1.0, 1.5], atol=1e-6)
     masked = [m["y"] for m in run.logs["server"] if "y" in m.fields]
     assert len(masked) == 2 and all(m.dtype == np.uint64 for m in masked)
+
+
+def test_a_script_without_a_main_guard_gets_the_reason_not_a_bootstrap_error(tmp_path):
+    import subprocess
+    import sys
+
+    # Arrange: the README's example as a script, without `if __name__ == "__main__":`
+    script = tmp_path / "unguarded.py"
+    script.write_text("from protocols.transport import run_parties\n"
+                      "from protocols.psi import psi_two_party\n"
+                      "kwargs = {'left': {'peer': 'right', 'ids': ['a']}, 'right': {'peer': 'left', 'ids': ['a']}}\n"
+                      "run_parties({'left': psi_two_party, 'right': psi_two_party}, backend='torch', timeout=30,\n"
+                      "            kwargs=kwargs)\n")
+    # Act
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    # Assert: the caller's error says what to do
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode != 0 and last.startswith("protocols.errors.ProtocolError: party process")
+    assert "under `if __name__ == \"__main__\":`" in last
