@@ -40,6 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lrs", metavar="LIST", default=None,
                    help="CHFL: comma-separated Adam rates; each client keeps, per method, the one its own "
                         "validation rows prefer (one run per rate; replaces --lr)")
+    g.add_argument("--mus", metavar="LIST", default=None,
+                   help="CHFL: comma-separated mu > 0 values in (0, 1]; each client keeps the one its own "
+                        "validation rows prefer (default: CHFLConfig's 0.1,0.3,1)")
     g.add_argument("--rounds", type=int, default=None,
                    help="communication rounds (CHFL: T, default 20; GL: epochs, as --epochs)")
     g.add_argument("--batches", type=int, default=None, help="GL: batches per local epoch (paper default)")
@@ -103,6 +106,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError(f"--common-ratio must be between 0 and 1, got {args.common_ratio}")
     if args.csv is not None and args.party_csv:
         raise InputError("--csv (horizontal data) and --party-csv (vertical data) cannot be combined")
+    if args.mus is not None:
+        args.mus = _number_list("--mus", "distinct values in (0, 1]", args.mus, lambda v: 0 < v <= 1)
     if args.lrs is not None:
         args.lrs = parse_lrs(args.lrs)
         if args.method not in (*CHFL_METHODS, "local"):
@@ -112,12 +117,17 @@ def check_args(args: argparse.Namespace) -> None:
 
 def parse_lrs(text: str) -> tuple[float, ...]:
     """``--lrs``: distinct positive learning rates separated by commas, ascending."""
+    return _number_list("--lrs", "distinct positive learning rates", text, lambda v: v > 0)
+
+
+def _number_list(option: str, what: str, text: str, valid: Callable[[float], bool]) -> tuple[float, ...]:
+    """Comma-separated distinct finite ``valid`` numbers, ascending; else InputError naming ``option``."""
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         values = []
-    if not values or any(not math.isfinite(v) or v <= 0 for v in values) or len(set(values)) != len(values):
-        raise InputError(f"--lrs must list distinct positive learning rates separated by commas, got {text!r}")
+    if not values or any(not math.isfinite(v) or not valid(v) for v in values) or len(set(values)) != len(values):
+        raise InputError(f"{option} must list {what} separated by commas, got {text!r}")
     return tuple(sorted(values))
 
 
@@ -136,7 +146,7 @@ def run_chfl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
                                feature_seed=args.seed if args.feature_seed is None else args.feature_seed,
                                sample_seed=args.seed, spec=spec)
     config = CHFLConfig(rounds=args.rounds or args.epochs or 20, batch_size=args.batch_size or 64, lr=args.lr,
-                        seed=args.seed, device=args.device)
+                        seed=args.seed, device=args.device, **({"mus": args.mus} if args.mus else {}))
     if args.lrs is not None:
         return run_chfl_tuned(args.method, partition, config, lrs=args.lrs, secure_agg=args.secure_agg,
                               backend=args.backend, progress=progress)

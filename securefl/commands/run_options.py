@@ -35,6 +35,7 @@ SCOPE: dict[str, tuple[str, Applies]] = {
     "clients": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
     "common_ratio": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
     "feature_seed": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
+    "mus": ("chfl (the only method with lateral connections)", lambda a, kind: a.method == "chfl"),
     "rounds": ("the horizontal methods", lambda a, kind: kind in ("chfl", "gl")),
     "batches": ("the GL family", lambda a, kind: kind == "gl"),
     "aggregate": ("the GL family", lambda a, kind: kind == "gl"),

@@ -72,6 +72,20 @@ def test_chfl_with_a_learning_rate_grid_reports_each_clients_choice(tmp_path, ca
     assert "lr per client: c0 " in capsys.readouterr().out
 
 
+def test_chfl_takes_its_mu_grid_from_the_command_line(tmp_path):
+    # Arrange
+    table = _table(tmp_path)
+    # Act
+    code, result = _run(["chfl", "--csv", str(table), "--label", "y", "--clients", "2", "--rounds", "1",
+                         "--mus", "1,0.25", "--no-secure-agg"], tmp_path / "mus.json")
+    # Assert: the grid reaches the config (sorted), each client trains exactly it and picks from it
+    assert code == 0 and result["settings"]["mus"] == [0.25, 1.0]
+    for client in result["clients"]:
+        assert set(client["history"]) == {"common", "chfl_mu=0", "chfl_mu=0.25", "chfl_mu=1"}
+    picked = {s["variant"] for s in result["methods"]["chfl"]["selected"].values()}
+    assert picked <= {"chfl_mu=0.25", "chfl_mu=1"}
+
+
 def test_gl_on_a_csv_with_natural_clients(tmp_path):
     # Arrange
     table = _table(tmp_path, clients=["north", "south", "west"])
@@ -134,6 +148,9 @@ def test_one_epoch_gl_run_says_that_nothing_was_federated(tmp_path, capsys):
     (["chfl", "--rounds", "0"], "--rounds must be at least 1"),
     (["chfl", "--lrs", "0.001,0"], "--lrs must list distinct positive learning rates"),
     (["chfl", "--lrs", "fast"], "--lrs must list distinct positive learning rates"),
+    (["chfl", "--mus", "0.5,1.5"], "--mus must list distinct values in (0, 1]"),
+    (["chfl", "--mus", "0,0.5"], "--mus must list distinct values in (0, 1]"),
+    (["common", "--mus", "0.5"], "--mus applies to chfl"),
     (["gl", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
     (["stfl", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
     (["local", "--dataset", "gl_heart", "--lrs", "0.001"], "--lrs applies to CHFL data only"),
