@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
 from benchmarks.common import RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, write_json, write_text
+from protocols.errors import InputError
 
 DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
 # ../shared/reference/README.md (paper Table II, III, V-B5): quoted for comparison, never measured here
@@ -152,8 +153,13 @@ def _numbers(parser: argparse.ArgumentParser, flag: str, text: str, what: str,
 
 
 def available(cfg: Config) -> tuple[list[str], dict[str, str]]:
-    """The datasets that can run here, and why each other one cannot."""
-    from protocols.errors import InputError
+    """The datasets that can run here, and why each other one cannot.
+
+    Datasets registered as absent from ../shared/data (sensorless, aloi, ...) are
+    reported "not run here" when their files are missing. One that should be there
+    (covertype) stops the benchmark instead (InputError): a missing or mistyped data
+    folder must not quietly turn into a report without it.
+    """
     from securefl.data.registry import data_dir, get_dataset
 
     ok, missing = [], {}
@@ -162,9 +168,14 @@ def available(cfg: Config) -> tuple[list[str], dict[str, str]]:
         try:
             root = data_dir(cfg.data_dir, dataset=name) if entry.files else None
         except InputError as exc:  # no data folder: report the dataset as not run, do not stop
+            if entry.available:
+                raise
             missing[name] = str(exc)
             continue
         absent = [f.path for f in entry.files if not (root / f.path).is_file()]
+        if absent and entry.available:
+            raise InputError(f"dataset {name!r}: {', '.join(absent)} not found under {root} "
+                             "(point --data-dir or SECUREFL_DATA at the data folder, or leave it out of --datasets)")
         if absent:
             missing[name] = f"not run here (files not available: {', '.join(absent)})"
         else:
@@ -282,7 +293,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=["benchmarks.chfl", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = "chfl"
-    names, missing = available(cfg)
+    try:
+        names, missing = available(cfg)
+    except InputError as err:
+        raise SystemExit(f"python -m benchmarks.chfl: {err}") from None
     jobs = plan(cfg, names)
     old = load_previous(cfg.json_path, settings, jobs) if cfg.merge else None
     kept = old["runs"] if old else []

@@ -91,6 +91,9 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     device_name(p, a.device)
     if a.seeds < 1 or a.epochs < 1:
         p.error("--seeds and --epochs must be at least 1")
+    unknown = [b for b in a.he.split(",") if b not in ("paillier", "ckks")]
+    if unknown:
+        p.error(f"--he: unknown backend {unknown[0]!r}; choose from paillier, ckks (comma-separated)")
     return Config(datasets=datasets, seeds=2 if a.quick else a.seeds, epochs=10 if a.quick else a.epochs,
                   device=a.device, quick=a.quick, he_backends=tuple(a.he.split(",")),
                   ckks_max_steps=a.ckks_max_steps, paillier_max_steps=a.paillier_max_steps,
@@ -174,6 +177,21 @@ def merge_reports(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def previous_report(cfg: Config) -> dict[str, Any]:
+    """The ``--json`` file that ``--merge`` will extend; SystemExit if it cannot be extended."""
+    try:
+        old = json.loads(cfg.json_path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"--merge: {cfg.json_path} does not exist") from None
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"--merge: {cfg.json_path} is not a readable result file: {err}") from None
+    if not isinstance(old, dict) or old.get("benchmark", "stfl") != "stfl" or not isinstance(old.get("datasets"), list):
+        raise SystemExit(f"--merge: {cfg.json_path} is not an STFL result file")
+    if old.get("quick") != cfg.quick:
+        raise SystemExit("--merge: cannot mix a --quick result with a full one")
+    return old
+
+
 def seal_rotation_ms(count: int = 200) -> float:
     """Milliseconds per SEAL slot rotation with the packed CKKS parameters: a probe of how fast
     this machine is right now (the same 2-core VM has measured 1.05 to 1.4 ms on one day)."""
@@ -198,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"--render-only: {cfg.json_path} does not exist")
         render(json.loads(cfg.json_path.read_text()), cfg)
         return 0
+    old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
     datasets = load_datasets(cfg)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
                 if k not in ("json_path", "markdown_path", "data_dir", "merge", "render_only")}
@@ -208,8 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_meta = {k: report[k] for k in ("date", "commit", "quick", "device", "settings", "command",
                                        "seal_rotation_ms")}
     report["datasets"] = [{**run_dataset(name, data, cfg), "run": run_meta} for name, data in datasets.items()]
-    if cfg.merge:
-        report = merge_reports(json.loads(cfg.json_path.read_text()), report)
+    if old is not None:
+        report = merge_reports(old, report)
     write_json(cfg.json_path, report)
     print(f"wrote {cfg.json_path}")
     render(report, cfg)

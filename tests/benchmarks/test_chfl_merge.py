@@ -91,6 +91,30 @@ def test_merge_needs_an_existing_file(tmp_path):
         chfl.main(_args(tmp_path / "none.json", "--merge"))
 
 
+@pytest.mark.parametrize("data_dir", ["missing", "empty"])
+def test_covertype_without_its_file_stops_instead_of_reporting_not_run(tmp_path, data_dir):
+    # Arrange: covertype should be in the data folder; sensorless is registered as absent here
+    folder = tmp_path / "data"
+    if data_dir == "empty":
+        folder.mkdir()
+    out = tmp_path / "r.json"
+    # Act / Assert: nothing written
+    with pytest.raises(SystemExit, match="dataset 'covertype'"):
+        chfl.main(["--datasets", "covertype,sensorless", "--data-dir", str(folder), "--json", str(out)])
+    assert not out.exists()
+
+
+def test_a_dataset_registered_as_absent_is_reported_not_run(tmp_path, monkeypatch):
+    # Arrange
+    monkeypatch.setattr(chfl, "run_all", lambda jobs, cfg: [])
+    out = tmp_path / "r.json"
+    (tmp_path / "data").mkdir()
+    # Act
+    chfl.main(["--datasets", "sensorless", "--data-dir", str(tmp_path / "data"), "--json", str(out)])
+    # Assert
+    assert "not run here" in json.loads(out.read_text())["not_run"]["sensorless"]
+
+
 def test_a_file_from_before_the_lr_grid_extends_a_plan_with_its_single_lr(tmp_path):
     # Arrange: an old header had "lr", not "lrs"
     cfg = parse_args(["--quick", "--lrs", "0.001"])

@@ -116,6 +116,33 @@ def test_a_missing_data_folder_stops_the_benchmark_in_one_line_before_any_run(tm
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("stored", "message"), [
+    (None, "does not exist"),
+    ("{not json", "not a readable result file"),
+    (json.dumps({"benchmark": "chfl", "datasets": []}), "not an STFL result file"),
+    (json.dumps({"benchmark": "stfl", "quick": True, "datasets": []}), "cannot mix a --quick result"),
+])
+def test_merge_checks_the_stored_file_before_running_anything(tmp_path, monkeypatch, stored, message):
+    # Arrange: a run would fail the test; the stored file is as given
+    def no_run(cfg):
+        raise AssertionError("the benchmark ran before --merge was checked")
+
+    monkeypatch.setattr(stfl, "load_datasets", no_run)
+    out = tmp_path / "stfl.json"
+    if stored is not None:
+        out.write_text(stored)
+    # Act / Assert: stopped, the stored file untouched
+    with pytest.raises(SystemExit, match=message):
+        stfl.main(["--datasets", "give_credit", "--merge", "--json", str(out)])
+    assert (out.read_text() if stored is not None else None) == stored
+
+
+def test_an_unknown_he_backend_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        stfl.parse_args(["--he", "ckks,rsa"])
+    assert stop.value.code == 2 and "--he: unknown backend 'rsa'" in capsys.readouterr().err
+
+
 def test_bytes_project_setup_once_training_messages_per_step_and_the_rest_per_batch():
     from benchmarks.stfl_runs import project_bytes
 
