@@ -24,7 +24,6 @@ the others; ``--render-only`` rebuilds the tables from the stored runs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -38,6 +37,8 @@ import torch
 
 from baselines.gl_baselines import run_gl_method
 from benchmarks.common import dataset_names, device_name, metadata, write_json, write_text
+from benchmarks.gl_merge import (METHODS, check_previous, complete_seeds, load_result, preflight, reused_runs,
+                                 upgrade)
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
                                   render, table2)
 from protocols.channels import SecAggConfig
@@ -50,16 +51,11 @@ from securefl.models.tabular import count
 from securefl.runtime.federated import averaging_server, client_average
 
 PAPER_SEEDS = {"gl_covertype": tuple(range(8, 29)), "gl_heart": tuple(range(0, 101))}
-METHODS = {"gl_covertype": ("gl", "fedavg", "local", "centralized"), "gl_heart": ("gl", "fedavg", "local")}
 DEFAULT_SEEDS = {"gl_covertype": 1, "gl_heart": 101}
 """What fits a ~40 min budget on 2 CPU cores: a covertype seed costs ~30 CPU-minutes for its four
 methods (105 epochs of a 0.9M-parameter model on 11,340 rows, plus 62k evaluation rows), a heart
 seed ~17 CPU-seconds. Ask for more with --cover-seeds / --heart-seeds (or run on a GPU)."""
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gl"
-FEDERATE_NOTHING = ("local", "centralized")
-FEDERATION_ONLY = ("federate_bn_stats", "final_average")
-"""Methods whose runs do not depend on how federated layers are averaged, and the settings that
-only say how (``--reuse``)."""
 
 
 def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str | None = None,
@@ -139,39 +135,6 @@ def summarise(name: str, runs: list[dict[str, Any]], config: GLConfig, args: arg
         "runs": runs}, args.reference)
 
 
-def complete_seeds(runs: Sequence[dict[str, Any]], name: str) -> set[int]:
-    """Seeds for which every method of ``name`` has a run."""
-    have: dict[int, set[str]] = {}
-    for r in runs:
-        have.setdefault(r["seed"], set()).add(r["method"])
-    return {s for s, methods in have.items() if methods >= set(METHODS[name])}
-
-
-def reused_runs(name: str, seeds: Sequence[int], config: GLConfig, path: Path
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Runs of :data:`FEDERATE_NOTHING` methods for ``seeds`` from result file ``path`` and their provenance.
-
-    The file's settings for ``name`` must equal ``config``'s apart from :data:`FEDERATION_ONLY`, which
-    those methods never read: e.g. a ``--bn-stats local`` sweep reruns only GL and FedAvg.
-    """
-    if not path.is_file():
-        raise SystemExit(f"--reuse: {path} does not exist")
-    source = upgrade(json.loads(path.read_text())).get(name)
-    if source is None:
-        raise SystemExit(f"--reuse: {path} has no {name} runs")
-    theirs, ours = ({k: v for k, v in s.items() if k not in FEDERATION_ONLY}
-                    for s in (source["settings"], config.settings()))
-    if theirs != ours:
-        raise SystemExit(f"--reuse: {name} settings in {path} differ from this run's beyond "
-                         f"{' and '.join(FEDERATION_ONLY)}")
-    runs = [{**r, "reused_from": str(path)} for r in source["runs"]
-            if r["method"] in FEDERATE_NOTHING and r["seed"] in set(seeds)]
-    used = {r["seed"] for r in runs}
-    provenance = [{**p, "seeds": sorted(used & set(p["seeds"])), "methods": list(FEDERATE_NOTHING),
-                   "reused_from": str(path)} for p in source["runs_from"] if used & set(p["seeds"])]
-    return runs, provenance
-
-
 def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_meta: dict[str, Any],
                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every method and seed of one experiment; with ``previous`` (``--merge``) only the seeds it lacks."""
@@ -179,8 +142,7 @@ def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_m
     done: set[int] = set()
     provenance: list[dict[str, Any]] = []
     if previous is not None:
-        if previous["settings"] != config.settings():
-            raise SystemExit(f"--merge: {name} settings in {args.json} differ from this run's; rerun without --merge")
+        check_previous(name, previous, config, args.json)
         done = complete_seeds(previous["runs"], name) & set(seeds)
         provenance = previous["runs_from"]
     prior = [r for r in previous["runs"] if r["seed"] in done] if previous is not None else []
@@ -205,9 +167,7 @@ def rederive(name: str, res: dict[str, Any], reference: Path) -> dict[str, Any]:
 
 def render_only(args: argparse.Namespace) -> int:
     """Rewrite --json's derived tables and --markdown from its runs, noting when and at which commit."""
-    if not args.json.is_file():
-        raise SystemExit(f"--render-only: {args.json} does not exist")
-    old = json.loads(args.json.read_text())
+    old = load_result(args.json, "--render-only")
     results = {name: rederive(name, res, args.reference) for name, res in upgrade(old).items()}
     meta = {k: v for k, v in old.items() if k != "datasets"}
     meta["rendered"] = {k: v for k, v in metadata(settings={}, quick=old.get("quick", False)).items()
@@ -218,18 +178,6 @@ def render_only(args: argparse.Namespace) -> int:
     print(f"rewrote {args.markdown} and the tables of {args.json} from {sum(len(r['runs']) for r in results.values())}"
           " runs", flush=True)
     return 0
-
-
-def upgrade(old: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``old``'s datasets, each with a ``runs_from`` list (files written before ``--merge`` get their header)."""
-    header = {k: old.get(k) for k in ("date", "commit", "device", "command")}
-    for res in old["datasets"].values():  # written before these settings existed: what was done then
-        if isinstance(res.get("settings"), dict):
-            res["settings"].setdefault("federate_bn_stats", True)
-            res["settings"].setdefault("final_average", True)
-    return {name: {**res, "runs_from": res.get("runs_from") or [{**header, "seeds": res["seeds"],
-                                                                   "seconds": res.get("seconds")}]}
-            for name, res in old["datasets"].items()}
 
 
 def seed_count(name: str, args: argparse.Namespace) -> int:
@@ -282,19 +230,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.render_only:
         return render_only(args)
     names = dataset_names(parser, args.datasets, PAPER_SEEDS)
+    for flag, asked, name in (("--cover-seeds", args.cover_seeds, "gl_covertype"),
+                              ("--heart-seeds", args.heart_seeds, "gl_heart")):
+        if asked is not None and not 1 <= asked <= len(PAPER_SEEDS[name]):
+            parser.error(f"{flag} must be 1..{len(PAPER_SEEDS[name])} (the paper's seeds), got {asked}")
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
     for name in names:  # a missing file stops the benchmark before any worker starts
         try:
             load_registered(name, kind="gl", data_dir=args.data_dir)
         except SecureFLError as err:
             parser.error(str(err))
-    if args.merge and not args.json.exists():
-        parser.error(f"--merge: {args.json} does not exist")
     if args.restart and not args.merge:
         parser.error("--restart needs --merge (without --merge every dataset starts over anyway)")
-    old = json.loads(args.json.read_text()) if args.merge else None
+    old = load_result(args.json, "--merge") if args.merge else None
     if old is not None and old.get("quick") != args.quick:
         parser.error("--merge: cannot mix a --quick result with a full one")
     previous = upgrade(old) if old is not None else {}
+    plans = {name: (dataset_config(name, quick=args.quick, device=args.device, bn_stats=args.bn_stats,
+                                   final=args.final), PAPER_SEEDS[name][:seed_count(name, args)]) for name in names}
+    preflight(plans, previous, json_path=args.json, reuse=args.reuse, restart=args.restart)
     meta = metadata(settings={"datasets": names, "workers": args.workers}, quick=args.quick, device=args.device,
                     argv=["benchmarks.gl", *(sys.argv[1:] if argv is None else argv)])
     run_meta = {k: meta[k] for k in ("date", "commit", "device", "command")}

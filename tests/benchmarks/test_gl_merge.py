@@ -1,10 +1,13 @@
 """GL benchmark --merge: which seeds count as done, and provenance of files written before --merge."""
 
 import argparse
+import os
 
 import pytest
 
 from benchmarks.gl import complete_seeds, run_dataset, upgrade
+
+NEEDS_DATA = pytest.mark.skipif(not os.environ.get("SECUREFL_DATA"), reason="SECUREFL_DATA is not set (heart files)")
 
 
 def _run(method, seed):
@@ -163,3 +166,62 @@ def test_missing_data_stops_before_any_run_with_one_line(tmp_path, capsys):
         main(["--datasets", "gl_heart", "--data-dir", str(tmp_path), "--json", str(tmp_path / "gl.json")])
     assert stop.value.code == 2 and "gl_heart" in capsys.readouterr().err
     assert not (tmp_path / "gl.json").exists()
+
+
+def _no_run(monkeypatch):
+    import benchmarks.gl as gl
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a run started before the stored files were checked")
+
+    monkeypatch.setattr(gl, "run_jobs", refuse)
+    return gl
+
+
+@NEEDS_DATA
+def test_a_merge_mismatch_on_the_second_dataset_stops_before_the_first_runs(tmp_path, monkeypatch):
+    # Arrange: gl_heart's stored settings differ; covertype (run first) would take hours
+    import json
+
+    gl = _no_run(monkeypatch)
+    stored = tmp_path / "gl.json"
+    stored.write_text(json.dumps({"quick": False, "datasets": {"gl_heart": {
+        "settings": {"epochs": 3}, "seeds": [0], "runs": [], "runs_from": []}}}))
+    before = stored.read_text()
+    # Act / Assert
+    with pytest.raises(SystemExit, match="gl_heart settings in .*gl.json differ"):
+        gl.main(["--merge", "--cover-seeds", "1", "--heart-seeds", "1", "--json", str(stored)])
+    assert stored.read_text() == before
+
+
+@NEEDS_DATA
+@pytest.mark.parametrize(("flag", "content", "message"), [
+    ("--reuse", None, "--reuse: .* does not exist"),
+    ("--reuse", '{"benchmark": "stfl", "datasets": []}', "--reuse: .* is not a GL result file"),
+    ("--merge", "[1, 2", "--merge: .* is not a readable result file"),
+])
+def test_a_stored_file_that_is_not_a_gl_result_stops_before_any_run(tmp_path, monkeypatch, flag, content, message):
+    # Arrange
+    gl = _no_run(monkeypatch)
+    stored, out = tmp_path / "stored.json", tmp_path / "out.json"
+    if content is not None:
+        stored.write_text(content)
+    argv = ["--datasets", "gl_heart", "--heart-seeds", "1"]
+    argv += [flag, "--json", str(stored)] if flag == "--merge" else [flag, str(stored), "--json", str(out)]
+    # Act / Assert
+    with pytest.raises(SystemExit, match=message):
+        gl.main(argv)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--heart-seeds", "0"], "--heart-seeds must be 1..101"),
+    (["--cover-seeds", "22"], "--cover-seeds must be 1..21"),
+    (["--workers", "0"], "--workers must be at least 1"),
+])
+def test_seed_counts_and_workers_outside_their_range_are_usage_errors(tmp_path, capsys, argv, message):
+    from benchmarks.gl import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--datasets", "gl_heart", "--json", str(tmp_path / "r.json")])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
