@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import math
 import sys
 import time
@@ -34,7 +33,8 @@ from typing import Any, Callable, Sequence
 
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
-from benchmarks.common import RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, write_json, write_text
+from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, read_result,
+                               write_json, write_text)
 from protocols.errors import InputError
 
 DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
@@ -278,9 +278,7 @@ def render(report: dict[str, Any], cfg: Config) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     if cfg.render_only:
-        if not cfg.json_path.is_file():
-            raise SystemExit(f"--render-only: {cfg.json_path} does not exist")
-        render(json.loads(cfg.json_path.read_text()), cfg)
+        render(read_result(cfg.json_path, "--render-only", "chfl", {"runs": list, "summary": dict}), cfg)
         return 0
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
                 if k not in ("json_path", "markdown_path", "data_dir", "merge", "max_runs")}

@@ -46,6 +46,24 @@ def device_name(parser: argparse.ArgumentParser, value: str) -> str:
     return value
 
 
+def read_result(path: Path, flag: str, benchmark: str, fields: dict[str, type]) -> dict[str, Any]:
+    """A stored result file of ``benchmark`` (its top-level ``fields`` of the given types), for
+    ``flag`` (--merge, --render-only, --reuse); else SystemExit with one line saying why not.
+
+    Files written before a benchmark recorded its name pass on their fields alone.
+    """
+    try:
+        old = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"{flag}: {path} does not exist") from None
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"{flag}: {path} is not a readable result file: {err}") from None
+    if not isinstance(old, dict) or old.get("benchmark", benchmark) != benchmark or not all(
+            isinstance(old.get(name), kind) for name, kind in fields.items()):
+        raise SystemExit(f"{flag}: {path} is not a {benchmark} result file")
+    return old
+
+
 def git_commit(root: Path | None = None) -> str:
     """The checked-out commit, with ``+dirty`` when tracked files differ from it.
 

@@ -252,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     preflight(plans, previous, json_path=args.json, reuse=args.reuse, restart=args.restart)
     meta = metadata(settings={"datasets": names, "workers": args.workers}, quick=args.quick, device=args.device,
                     argv=["benchmarks.gl", *(sys.argv[1:] if argv is None else argv)])
+    meta["benchmark"] = "gl"
     run_meta = {k: meta[k] for k in ("date", "commit", "device", "command")}
     results = {}
     for name in PAPER_SEEDS:

@@ -7,10 +7,10 @@ dataset stops the benchmark at once instead of after hours of covertype runs.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.common import read_result
 from securefl.algorithms.gl import GLConfig
 
 METHODS = {"gl_covertype": ("gl", "fedavg", "local", "centralized"), "gl_heart": ("gl", "fedavg", "local")}
@@ -22,15 +22,9 @@ only say how (``--reuse``)."""
 
 def load_result(path: Path, flag: str) -> dict[str, Any]:
     """A stored GL result file named by ``flag``; SystemExit with one line if it is not one."""
-    try:
-        old = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise SystemExit(f"{flag}: {path} does not exist") from None
-    except (OSError, ValueError) as err:
-        raise SystemExit(f"{flag}: {path} is not a readable result file: {err}") from None
-    if not isinstance(old, dict) or not isinstance(old.get("datasets"), dict) or not all(
-            isinstance(res, dict) and isinstance(res.get("runs"), list) for res in old["datasets"].values()):
-        raise SystemExit(f"{flag}: {path} is not a GL result file")
+    old = read_result(path, flag, "gl", {"datasets": dict})
+    if not all(isinstance(res, dict) and isinstance(res.get("runs"), list) for res in old["datasets"].values()):
+        raise SystemExit(f"{flag}: {path} is not a gl result file")
     return old
 
 

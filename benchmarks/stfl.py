@@ -22,7 +22,6 @@ through the protocol and extrapolated; both are labelled as such in the output.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -30,7 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from benchmarks.common import RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, write_json, write_text
+from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, read_result,
+                               write_json, write_text)
 
 DATASETS = ("breast", "default_credit", "give_credit")
 PAPER_NAMES = {"breast": "cancer", "default_credit": "payment", "give_credit": "credit"}
@@ -179,14 +179,7 @@ def merge_reports(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
 def previous_report(cfg: Config) -> dict[str, Any]:
     """The ``--json`` file that ``--merge`` will extend; SystemExit if it cannot be extended."""
-    try:
-        old = json.loads(cfg.json_path.read_text())
-    except FileNotFoundError:
-        raise SystemExit(f"--merge: {cfg.json_path} does not exist") from None
-    except (OSError, ValueError) as err:
-        raise SystemExit(f"--merge: {cfg.json_path} is not a readable result file: {err}") from None
-    if not isinstance(old, dict) or old.get("benchmark", "stfl") != "stfl" or not isinstance(old.get("datasets"), list):
-        raise SystemExit(f"--merge: {cfg.json_path} is not an STFL result file")
+    old = read_result(cfg.json_path, "--merge", "stfl", {"datasets": list})
     if old.get("quick") != cfg.quick:
         raise SystemExit("--merge: cannot mix a --quick result with a full one")
     return old
@@ -212,9 +205,7 @@ def seal_rotation_ms(count: int = 200) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     if cfg.render_only:
-        if not cfg.json_path.is_file():
-            raise SystemExit(f"--render-only: {cfg.json_path} does not exist")
-        render(json.loads(cfg.json_path.read_text()), cfg)
+        render(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list}), cfg)
         return 0
     old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
     datasets = load_datasets(cfg)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from benchmarks import chfl, gl, stfl
-from benchmarks.common import dataset_names, device_name, git_commit
+from benchmarks.common import dataset_names, device_name, git_commit, read_result
 
 KNOWN = ("breast", "default_credit", "give_credit")
 
@@ -83,6 +83,43 @@ def test_a_quick_run_without_json_never_lands_on_the_full_results(module, tmp_pa
     name = module.__name__.rsplit(".", 1)[-1]
     assert (quick.json_path.name, full.json_path.name) == (f"{name}.quick.json", f"{name}.json")
     assert quick.markdown_path.name == f"{name}.quick.md" and named.json_path == tmp_path / "q.json"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "--merge: .* does not exist"),
+    ("[1,", "--merge: .* is not a readable result file"),
+    ('{"benchmark": "gl", "datasets": []}', "--merge: .* is not a stfl result file"),
+    ('{"benchmark": "stfl", "datasets": {}}', "--merge: .* is not a stfl result file"),
+])
+def test_read_result_refuses_what_is_not_this_benchmarks_file(tmp_path, content, message):
+    # Arrange
+    path = tmp_path / "r.json"
+    if content is not None:
+        path.write_text(content)
+    # Act / Assert
+    with pytest.raises(SystemExit, match=message):
+        read_result(path, "--merge", "stfl", {"datasets": list})
+
+
+def test_read_result_accepts_its_own_and_older_unnamed_files(tmp_path):
+    # Arrange: a current file and one written before benchmarks recorded their name
+    named, unnamed = tmp_path / "a.json", tmp_path / "b.json"
+    named.write_text('{"benchmark": "stfl", "datasets": [1]}')
+    unnamed.write_text('{"datasets": []}')
+    # Act / Assert
+    assert read_result(named, "--merge", "stfl", {"datasets": list})["datasets"] == [1]
+    assert read_result(unnamed, "--merge", "stfl", {"datasets": list}) == {"datasets": []}
+
+
+@pytest.mark.parametrize("module", [stfl, chfl], ids=["stfl", "chfl"])
+def test_render_only_of_another_benchmarks_file_is_one_line_and_writes_nothing(module, tmp_path):
+    # Arrange: a gl-shaped file
+    path = tmp_path / "other.json"
+    path.write_text('{"benchmark": "gl", "datasets": {}}')
+    # Act / Assert
+    with pytest.raises(SystemExit, match="--render-only: .* is not a (stfl|chfl) result file"):
+        module.main(["--render-only", "--json", str(path)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.json"]
 
 
 def _git(root, *args):

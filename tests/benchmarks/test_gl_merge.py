@@ -197,7 +197,7 @@ def test_a_merge_mismatch_on_the_second_dataset_stops_before_the_first_runs(tmp_
 @NEEDS_DATA
 @pytest.mark.parametrize(("flag", "content", "message"), [
     ("--reuse", None, "--reuse: .* does not exist"),
-    ("--reuse", '{"benchmark": "stfl", "datasets": []}', "--reuse: .* is not a GL result file"),
+    ("--reuse", '{"benchmark": "stfl", "datasets": []}', "--reuse: .* is not a gl result file"),
     ("--merge", "[1, 2", "--merge: .* is not a readable result file"),
 ])
 def test_a_stored_file_that_is_not_a_gl_result_stops_before_any_run(tmp_path, monkeypatch, flag, content, message):

@@ -119,7 +119,7 @@ def test_a_missing_data_folder_stops_the_benchmark_in_one_line_before_any_run(tm
 @pytest.mark.parametrize(("stored", "message"), [
     (None, "does not exist"),
     ("{not json", "not a readable result file"),
-    (json.dumps({"benchmark": "chfl", "datasets": []}), "not an STFL result file"),
+    (json.dumps({"benchmark": "chfl", "datasets": []}), "not a stfl result file"),
     (json.dumps({"benchmark": "stfl", "quick": True, "datasets": []}), "cannot mix a --quick result"),
 ])
 def test_merge_checks_the_stored_file_before_running_anything(tmp_path, monkeypatch, stored, message):
