@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmarks.chfl_summary import run_key
+from benchmarks.common import read_result
 
 # settings that change what a job computes; the plan's size (splits, clients, ...) may differ
 RESULT_SETTINGS = ("rounds", "mus", "lrs", "timing_rounds", "device", "quick")
@@ -34,15 +35,8 @@ def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 def load_previous(path: Path, settings: dict[str, Any], planned: Sequence[Any]) -> dict[str, Any]:
     """The result file to extend, or SystemExit with one line saying why it cannot be."""
-    if not path.is_file():
-        raise SystemExit(f"--merge: {path} does not exist")
-    try:
-        old = json.loads(path.read_text())
-        runs, old_settings = old["runs"], old["settings"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(f"--merge: {path} is not a CHFL result file ({exc})") from None
-    if old.get("benchmark") != "chfl":
-        raise SystemExit(f"--merge: {path} is not a CHFL result file")
+    old = read_result(path, "--merge", "chfl", {"runs": list, "settings": dict})
+    runs, old_settings = old["runs"], old["settings"]
     ours, theirs = _result_settings(settings), _result_settings(old_settings)
     differ = sorted(k for k in RESULT_SETTINGS if ours[k] != theirs[k])
     if differ:

@@ -68,7 +68,7 @@ def test_partial_file_says_it_is_incomplete(tmp_path, monkeypatch):
 @pytest.mark.parametrize("change, message", [
     (lambda r: r["settings"].update(lrs=[0.001]), "other lrs"),
     (lambda r: r["settings"].update(rounds=9), "other rounds"),
-    (lambda r: r.update(benchmark="gl"), "not a CHFL result file"),
+    (lambda r: r.update(benchmark="gl"), "not a chfl result file"),
     (lambda r: r["runs"][0]["job"].update(feature_seed=99), "1 runs this plan does not include"),
 ])
 def test_merge_refuses_a_file_it_cannot_extend_and_writes_nothing(tmp_path, monkeypatch, change, message):
