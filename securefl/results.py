@@ -16,6 +16,22 @@ from typing import Any
 from protocols.errors import InputError
 
 
+def check_output(path: str | os.PathLike, option: str, *, folder: bool = False) -> None:
+    """Before any work: InputError unless ``path`` (a file, or a folder with ``folder``) can be
+    written, so a long run does not end in an error about where to put its result."""
+    path = Path(path)
+    if path.exists() and path.is_dir() != folder:
+        raise InputError(f"{option} {path}: " + ("exists and is not a folder" if folder
+                                                 else "names a folder, expected a file"))
+    parent = path.parent
+    while not parent.exists():  # folders that do not exist yet are made when writing
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"{option} {path}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {path}: no permission to write in {parent}")
+
+
 def write_json_atomically(path: str | os.PathLike, obj: dict[str, Any]) -> Path:
     """Write ``obj`` to ``path`` so a reader never sees half a file."""
     path = Path(path)

@@ -32,7 +32,7 @@ from protocols.he import BACKENDS as HE_BACKENDS
 from protocols.psi import psi_two_party
 from protocols.transport import run_parties
 from securefl.commands.demo_he import encrypted_matmul_round_trip
-from securefl.results import write_json_atomically
+from securefl.results import check_output, write_json_atomically
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,8 @@ def _stfl_vs_he_vfl(epochs: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     if args.epochs < 0:
         raise InputError(f"--epochs must be 0 (skip) or positive, got {args.epochs}")
+    if args.json:
+        check_output(args.json, "--json")
     start = time.perf_counter()
     data = make_parties()
     psi = _psi(data)

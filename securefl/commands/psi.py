@@ -16,7 +16,7 @@ from typing import Any
 from protocols.errors import InputError
 from protocols.psi import check_ids, intersect, psi_two_party
 from securefl.data import read_party_csv, write_csv_atomically
-from securefl.results import write_json_atomically
+from securefl.results import check_output, write_json_atomically
 
 EXAMPLE = "securefl psi left.csv right.csv --id-column id --out aligned/"
 
@@ -57,6 +57,11 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError(f"--workers must be at least 1, got {args.workers}")
     if args.timeout <= 0:
         raise InputError(f"--timeout must be positive, got {args.timeout}")
+    check_output(args.out, "--out", folder=True)
+    if args.json:
+        check_output(args.json, "--json")
+        if Path(args.json).resolve() == Path(args.out).resolve():
+            raise InputError(f"--json {args.json} is the --out folder; name a file outside it")
 
 
 def _load(path: Path, id_column: str) -> tuple[Any, list[str]]:

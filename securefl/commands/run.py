@@ -21,7 +21,7 @@ from securefl.data import stfl_split
 from securefl.commands.run_horizontal import (HORIZONTAL_METHODS, add_arguments, check_args, family,
                                               run_chfl_family, run_gl_family, summary_line)
 from securefl.commands.run_options import check_scope
-from securefl.results import write_json_atomically
+from securefl.results import check_output, write_json_atomically
 
 VERTICAL_METHODS = ("stfl", "he-vfl", "hierarchical", "centralized")
 EXAMPLE = "securefl run stfl --dataset breast --seed 0 --json stfl.json"
@@ -103,6 +103,8 @@ def _progress(args: argparse.Namespace, label: str) -> Callable[[int, int], None
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
     check_args(args)
+    if args.json:
+        check_output(args.json, "--json")
     from securefl.data.registry import get_dataset
     from securefl.runtime import resolve_device
 

@@ -1,0 +1,66 @@
+"""securefl.results: result files are written whole, and their place is checked before a run."""
+
+import json
+
+import pytest
+
+from protocols.errors import InputError
+from securefl.cli import main
+from securefl.results import check_output, write_json_atomically
+
+
+def test_a_new_file_in_folders_still_to_be_made_is_fine_and_gets_written(tmp_path):
+    # Arrange
+    target = tmp_path / "new" / "deeper" / "r.json"
+    # Act
+    check_output(target, "--json")
+    write_json_atomically(target, {"a": 1})
+    # Assert
+    assert json.loads(target.read_text()) == {"a": 1}
+
+
+@pytest.mark.parametrize(("make", "folder", "message"), [
+    (lambda p: p.mkdir(), False, "names a folder, expected a file"),
+    (lambda p: p.write_text("x"), True, "exists and is not a folder"),
+])
+def test_a_file_where_a_folder_is_wanted_or_the_reverse_is_refused(tmp_path, make, folder, message):
+    # Arrange
+    target = tmp_path / "target"
+    make(target)
+    # Act / Assert
+    with pytest.raises(InputError, match=message):
+        check_output(target, "--out" if folder else "--json", folder=folder)
+
+
+def test_a_parent_that_is_a_file_is_refused_by_name(tmp_path):
+    # Arrange
+    (tmp_path / "data.csv").write_text("id\n1\n")
+    # Act / Assert
+    with pytest.raises(InputError, match=r"--json .*data\.csv/sub/r\.json: .*data\.csv is not a folder"):
+        check_output(tmp_path / "data.csv" / "sub" / "r.json", "--json")
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "stfl", "--epochs", "1", "--no-progress"],
+    ["demo", "--epochs", "0"],
+])
+def test_commands_refuse_an_unwritable_json_before_running(tmp_path, capsys, argv):
+    # Arrange: --json names an existing folder
+    # Act
+    code = main([*argv, "--json", str(tmp_path)])
+    # Assert: the error line only; no result line was printed, so nothing ran
+    captured = capsys.readouterr()
+    assert code == 2 and "--json" in captured.err and "names a folder" in captured.err
+    assert captured.out == ""
+
+
+def test_psi_refuses_json_inside_its_out_folder_name_before_running(tmp_path, capsys):
+    # Arrange
+    left, right = tmp_path / "l.csv", tmp_path / "r.csv"
+    left.write_text("id\na\nb\n")
+    right.write_text("id\nb\nc\n")
+    out = tmp_path / "aligned"
+    # Act
+    code = main(["psi", str(left), str(right), "--id-column", "id", "--out", str(out), "--json", str(out)])
+    # Assert
+    assert code == 2 and "is the --out folder" in capsys.readouterr().err and not out.exists()
