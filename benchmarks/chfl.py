@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
 from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, read_result,
-                               write_json, write_text)
+                               write_json, write_text, writable)
 from protocols.errors import InputError
 
 DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
@@ -121,6 +121,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     a.json = a.json or RESULTS_DIR / ("chfl.quick.json" if a.quick else "chfl.json")
     datasets = ("digits",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     device_name(p, a.device)
+    writable(p, json=a.json, markdown=a.markdown or a.json.with_suffix(".md"))
     if min(a.rounds, a.splits, a.runs, a.sweep_splits, a.workers, a.timing_rounds) < 1:
         p.error("--rounds, --splits, --runs, --sweep-splits, --timing-rounds and --workers must be >= 1")
     if a.max_runs is not None and a.max_runs < 1:

@@ -46,6 +46,20 @@ def device_name(parser: argparse.ArgumentParser, value: str) -> str:
     return value
 
 
+def writable(parser: argparse.ArgumentParser, **paths: Path | None) -> None:
+    """Each ``--option path`` given (keyword: option name without dashes) can be written; else a
+    one-line usage error before any run, not an error after hours of it."""
+    from protocols.errors import InputError
+    from securefl.results import check_output
+
+    for name, path in paths.items():
+        if path is not None:
+            try:
+                check_output(path, f"--{name.replace('_', '-')}")
+            except InputError as err:
+                parser.error(str(err))
+
+
 def read_result(path: Path, flag: str, benchmark: str, fields: dict[str, type]) -> dict[str, Any]:
     """A stored result file of ``benchmark`` (its top-level ``fields`` of the given types), for
     ``flag`` (--merge, --render-only, --reuse); else SystemExit with one line saying why not.

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import dataset_names, device_name, metadata, write_json, write_text
+from benchmarks.common import dataset_names, device_name, metadata, write_json, write_text, writable
 from benchmarks.gl_merge import (METHODS, check_previous, complete_seeds, load_result, preflight, reused_runs,
                                  upgrade)
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
@@ -227,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device_name(parser, args.device)
     args.markdown = args.markdown or args.json.with_suffix(".md")
+    writable(parser, json=args.json, markdown=args.markdown)
     if args.render_only:
         return render_only(args)
     names = dataset_names(parser, args.datasets, PAPER_SEEDS)

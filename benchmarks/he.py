@@ -27,7 +27,7 @@ import numpy as np
 import phe
 import tenseal as ts
 
-from benchmarks.common import markdown_header, markdown_table, metadata, write_json, write_text
+from benchmarks.common import markdown_header, markdown_table, metadata, write_json, write_text, writable
 from protocols.errors import InputError
 from protocols.he import EncryptedArray, SecretContext, make_he
 from securefl.runtime import validation as check
@@ -78,6 +78,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
                              "never overwrites benchmarks/results/he.md)")
     args = parser.parse_args(argv)
     args.markdown = args.markdown or args.json.with_suffix(".md")
+    writable(parser, json=args.json, markdown=args.markdown)
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     shape = {"batch": 32, "d_in": 8, "d_out": 16, "phe_samples": 8} if args.quick else {}

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import markdown_header, markdown_table, metadata, write_json, write_text
+from benchmarks.common import markdown_header, markdown_table, metadata, write_json, write_text, writable
 from protocols.psi import intersect
 
 DEFAULT_SIZES = (100_000, 1_000_000)
@@ -74,6 +74,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
                              "never overwrites benchmarks/results/psi.md)")
     args = parser.parse_args(argv)
     args.markdown = args.markdown or args.json.with_suffix(".md")
+    writable(parser, json=args.json, markdown=args.markdown)
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     if not args.skip_openmined and not openmined_available():

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import RESULTS_DIR, markdown_header, markdown_table, metadata, write_json, write_text
+from benchmarks.common import RESULTS_DIR, markdown_header, markdown_table, metadata, write_json, write_text, writable
 from protocols.channels import SecAggConfig, secagg_client, secagg_server
 from protocols.channels.crypto import new_seed
 from protocols.channels.prg import PRGS, MaskAccumulator
@@ -177,6 +177,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[BenchSettings, Path |
         parser.error(str(exc))
     md = args.md or (args.json.with_suffix(".md") if args.json else
                      RESULTS_DIR / ("secagg.quick.md" if args.quick else "secagg.md"))
+    writable(parser, json=args.json, md=md)
     return settings, args.json, md
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, read_result,
-                               write_json, write_text)
+                               write_json, write_text, writable)
 
 DATASETS = ("breast", "default_credit", "give_credit")
 PAPER_NAMES = {"breast": "cancer", "default_credit": "payment", "give_credit": "credit"}
@@ -89,6 +89,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     a.json = a.json or RESULTS_DIR / ("stfl.quick.json" if a.quick else "stfl.json")
     datasets = ("breast",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     device_name(p, a.device)
+    writable(p, json=a.json, markdown=a.markdown or a.json.with_suffix(".md"))
     if a.seeds < 1 or a.epochs < 1:
         p.error("--seeds and --epochs must be at least 1")
     unknown = [b for b in a.he.split(",") if b not in ("paillier", "ckks")]

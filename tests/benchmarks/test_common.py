@@ -122,6 +122,22 @@ def test_render_only_of_another_benchmarks_file_is_one_line_and_writes_nothing(m
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.json"]
 
 
+@pytest.mark.parametrize("start", [
+    lambda argv: stfl.parse_args(argv),
+    lambda argv: chfl.parse_args(argv),
+    lambda argv: gl.main(argv),
+], ids=["stfl", "chfl", "gl"])
+def test_benchmarks_refuse_a_result_path_they_cannot_write_before_any_work(capsys, tmp_path, start):
+    # Arrange: the Markdown would go where a folder already is
+    (tmp_path / "r.md").mkdir()
+    # Act
+    with pytest.raises(SystemExit) as exit_info:
+        start(["--quick", "--json", str(tmp_path / "r.json")])
+    # Assert
+    assert exit_info.value.code == 2
+    assert "error: --markdown" in capsys.readouterr().err and not (tmp_path / "r.json").exists()
+
+
 def _git(root, *args):
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
                    capture_output=True)
