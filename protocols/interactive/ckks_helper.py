@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -130,20 +131,31 @@ def _portable(exc: BaseException) -> BaseException:
 
 
 def serve(fd: int) -> None:
-    """The helper process's loop: a context first, then jobs until the pipe closes."""
+    """The helper process's loop: a context first, then jobs until the pipe closes.
+
+    Ctrl-C reaches the whole process group; the helper ignores it and ends when its
+    caller does (the pipe closes), instead of printing a traceback of its own.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(fd)
+    try:
+        _serve(conn)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return  # the caller is gone
+
+
+def _serve(conn: Connection) -> None:
     context, mask_bits = conn.recv()
     evaluator = _Evaluator(load_public_context("ckks", context, workers=1), mask_bits=mask_bits)
     while True:
         if len(evaluator.zeros) < POOL and not conn.poll(0):
             evaluator.zeros.append(evaluator.seal.zero())  # idle: make an Enc(0) for later
             continue
-        try:
-            name, args = conn.recv()
-        except EOFError:
-            return
+        name, args = conn.recv()
         try:
             conn.send(("ok", _run(_JOBS[name](evaluator, *args), conn)))
+        except (BrokenPipeError, ConnectionResetError):
+            raise
         except Exception as exc:  # noqa: BLE001 - sent to the evaluator, which re-raises it
             conn.send(("error", _portable(exc)))
 

@@ -79,3 +79,34 @@ def test_passive_party_without_common_ids_is_a_one_line_error(tmp_path, capsys):
 
     err = capsys.readouterr().err.strip()
     assert code == 2 and "shop.csv" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.multiprocess
+def test_ctrl_c_during_packed_ckks_training_ends_in_one_line_with_no_helper_left():
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    # Arrange: HE-VFL with its helper process, in its own process group like a terminal job
+    cmd = [sys.executable, "-m", "securefl", "run", "he-vfl", "--he", "ckks", "--epochs", "100"]
+    proc = subprocess.Popen(cmd, start_new_session=True, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    seen = b""
+    while b"he-vfl" not in seen:  # the progress bar: training has started
+        chunk = proc.stderr.read1(4096)
+        assert chunk, seen.decode(errors="replace")
+        seen += chunk
+    # Act: Ctrl-C goes to the whole group, the helper included
+    os.killpg(proc.pid, signal.SIGINT)
+    rest = proc.communicate(timeout=60)[1]
+    # Assert
+    err = (seen + rest).decode(errors="replace")
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith("securefl run: interrupted")
+    for _ in range(50):  # the helper leaves when its pipe closes, a moment after the caller
+        left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == []
