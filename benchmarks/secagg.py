@@ -53,6 +53,8 @@ class BenchSettings:
         majority = self.clients // 2 + 1  # the default threshold t
         if not 0 <= self.max_dropouts <= self.clients - majority:
             raise InputError(f"--max-dropouts must leave a majority of the {self.clients} clients")
+        if not self.stage_timeout > 0:  # NaN too; SecAggConfig would refuse it only mid-run
+            raise InputError(f"--stage-timeout must be a positive number of seconds, got {self.stage_timeout}")
 
 
 def _round(settings: BenchSettings, inputs: dict[str, np.ndarray], secure: bool,
