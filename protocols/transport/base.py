@@ -129,8 +129,8 @@ class Transport(ABC):
             raise InputError(f"party {name!r} is not one of the parties {list(parties)}")
         if len(set(parties)) != len(parties):
             raise InputError(f"party names must be unique, got {list(parties)}")
-        if timeout <= 0:
-            raise InputError(f"timeout must be positive, got {timeout}")
+        if not 0 < timeout <= threading.TIMEOUT_MAX:  # NaN and inf too: a wait cannot take them
+            raise InputError(f"timeout must be a positive number of seconds, got {timeout}")
         self.name = name
         self.parties = tuple(parties)
         self.timeout = float(timeout)

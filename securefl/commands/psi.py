@@ -55,8 +55,8 @@ def _check_args(args: argparse.Namespace) -> None:
             raise InputError("--role needs --peer HOST:PORT")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be at least 1, got {args.workers}")
-    if args.timeout <= 0:
-        raise InputError(f"--timeout must be positive, got {args.timeout}")
+    if not 0 < args.timeout <= 1e6:  # NaN and inf too
+        raise InputError(f"--timeout must be a positive number of seconds (at most 1e6), got {args.timeout}")
     check_output(args.out, "--out", folder=True)
     if args.json:
         check_output(args.json, "--json")

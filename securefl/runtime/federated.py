@@ -58,7 +58,11 @@ def client_average(transport: Transport, *, server: str, tensors: Sequence[torch
                    round: int, weight: float = 1.0) -> None:
     """Contribute ``tensors`` (weighted by ``weight``) to the round's average and load the average into them."""
     tensors = list(tensors)
-    average_client(transport, server=server, vector=flatten(tensors), weight=weight, config=config, round=round)
+    vector = flatten(tensors)
+    if not np.isfinite(vector).all():
+        raise InputError(f"{transport.name!r}, round {round}: the weights to average hold nan or inf after local "
+                         "training (it diverged; a lower learning rate may help)")
+    average_client(transport, server=server, vector=vector, weight=weight, config=config, round=round)
     message = transport.recv(server, average_tag(round))
     mean = message["x"]
     if not isinstance(mean, np.ndarray) or mean.dtype != np.float32 or mean.ndim != 1:

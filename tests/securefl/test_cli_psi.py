@@ -79,6 +79,8 @@ def test_bad_input_gives_one_line_error_and_writes_nothing(tmp_path, two_parties
     (["--role", "server", "--peer", "localhost:99999"], "invalid port"),
     (["--role", "client", "--peer", "localhost"], "HOST:PORT"),
     (["--role", "client"], "--role needs --peer"),
+    (["--role", "client", "--peer", "localhost:5000", "--timeout", "inf"], "--timeout must be a positive number"),
+    (["--role", "client", "--peer", "localhost:5000", "--timeout", "nan"], "--timeout must be a positive number"),
 ])
 def test_bad_network_arguments_are_one_line_errors(tmp_path, two_parties, capsys, argv, message):
     left, _ = two_parties

@@ -117,3 +117,9 @@ def test_parties_run_with_a_short_gil_switch_interval_which_is_restored_after():
     assert before > SWITCH_INTERVAL
     assert run.results == {"p": SWITCH_INTERVAL, "q": SWITCH_INTERVAL}
     assert sys.getswitchinterval() == before
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf")])
+def test_a_timeout_a_wait_cannot_take_is_refused_up_front(timeout):
+    with pytest.raises(InputError, match="timeout must be a positive number of seconds"):
+        InProcessNetwork(["p", "q"], timeout=timeout)

@@ -78,3 +78,16 @@ def test_server_sees_only_masked_client_vectors():
 def test_rounds_must_be_positive():
     with pytest.raises(InputError, match="rounds"):
         averaging_server(None, clients=CLIENTS, rounds=0, config=SecAggConfig())
+
+
+def test_a_client_whose_training_diverged_is_named_with_the_likely_cause():
+    # Arrange: c1's weights went to nan in local training
+    config = SecAggConfig(secure=True)
+    tensors = _tensors()
+    tensors["c1"][0][0, 0] = float("nan")
+    roles = {"server": averaging_server, **{c: _client for c in CLIENTS}}
+    kwargs = {"server": {"clients": CLIENTS, "rounds": 1, "config": config},
+              **{c: {"tensors": tensors[c], "config": config, "rounds": 1, "weight": 1.0} for c in CLIENTS}}
+    # Act / Assert
+    with pytest.raises(InputError, match=r"'c1', round 0: .* nan or inf .*lower learning rate"):
+        run_parties(roles, kwargs=kwargs, timeout=20)
