@@ -36,7 +36,7 @@ from baselines.he_vfl_active import (KINDS, STAGE, ActiveRun, active_model, acti
                                      schedule_fields, tensor)
 from baselines.splitnn import SplitNNConfig, bottom_model, standardizer
 from protocols.codec import Tag
-from protocols.errors import InputError, ProtocolError
+from protocols.errors import EncodingOverflowError, InputError, ProtocolError
 from protocols.interactive import InteractiveConfig, PassiveInteractive
 from protocols.psi import psi_active, psi_passive
 from protocols.transport import Transport, run_parties
@@ -202,7 +202,12 @@ def he_vfl_passive(transport: Transport, *, active: str, table: PartyTable, conf
         train = kind == "train"
         with torch.set_grad_enabled(train):
             a = bottom(tensor(x[rows], device))
-        layer.forward(a.detach().cpu().numpy(), step=step, train=train)
+        try:
+            layer.forward(a.detach().cpu().numpy(), step=step, train=train)
+        except EncodingOverflowError as err:  # the usual cause, in the user's terms
+            raise EncodingOverflowError(f"passive party {transport.name!r}, step {step}: {err}; its bottom-model "
+                                        "activations grew past what the encryption was set up for, so training is "
+                                        "likely diverging: a lower learning rate may help") from None
         if train:
             da = layer.backward(step=step)
             adam.zero_grad()

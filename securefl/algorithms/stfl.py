@@ -96,6 +96,9 @@ def stfl_passive(transport: Transport, *, active: str, table: PartyTable,
     with torch.inference_mode(), intra_op_threads(config.threads):
         common = as_tensor(scaler.transform(table.features[psi.indices]), device)
         latents = encoder(common).float().cpu().numpy()
+    if not np.isfinite(latents).all():  # checked here too, so the cause is named, not "malformed"
+        raise InputError(f"passive party {transport.name!r}: VAE pretraining diverged (its latents hold nan or"
+                         f" inf; last loss {history[-1]:.4g}); a lower learning rate may help")
     sent = send_latents(channel, latents)
     clock.append(time.perf_counter())
     return {

@@ -110,3 +110,16 @@ def test_ctrl_c_during_packed_ckks_training_ends_in_one_line_with_no_helper_left
             break
         time.sleep(0.1)
     assert left == []
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["stfl"], "passive party 'passive': VAE pretraining diverged"),
+    (["he-vfl", "--he", "ckks"], "passive party 'passive', step 2: |value|"),
+    (["he-vfl", "--he", "paillier"], "training is likely diverging: a lower learning rate may help"),
+])
+def test_a_diverging_run_is_named_as_such(capsys, argv, message):
+    # Act: Adam at lr 9 on the bundled data diverges within a few steps
+    code = main(["run", *argv, "--lr", "9", "--epochs", "5", "--no-progress"])
+    # Assert
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1
