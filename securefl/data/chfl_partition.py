@@ -84,6 +84,9 @@ def parse_feature_spec(text: str) -> FeatureSpec:
 def _spec_columns(spec: FeatureSpec, names: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
     """Column indices of ``spec``; unknown, empty or overlapping groups are an InputError."""
     index = {n: i for i, n in enumerate(names)}
+    if len(spec.unique) < 2:
+        raise InputError(f"feature spec: {len(spec.unique)} group of unique columns, so {len(spec.unique)} client;"
+                         " give one |-separated group per client, at least 2")
     groups = [("common", spec.common), *((f"unique[{k}]", g) for k, g in enumerate(spec.unique))]
     seen: dict[str, str] = {}
     for label, group in groups:
@@ -92,6 +95,8 @@ def _spec_columns(spec: FeatureSpec, names: Sequence[str]) -> tuple[np.ndarray, 
         for column in group:
             if column not in index:
                 raise InputError(f"feature spec: {label} column {column!r} is not a feature of the dataset")
+            if seen.get(column) == label:
+                raise InputError(f"feature spec: column {column!r} is listed twice in {label}")
             if column in seen:
                 raise InputError(f"feature spec: column {column!r} is in both {seen[column]} and {label};"
                                  " common and unique features must not overlap")

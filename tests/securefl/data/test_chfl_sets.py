@@ -81,6 +81,16 @@ def test_overlapping_common_and_unique_spec_is_rejected_naming_the_column():
         chfl_partition(_toy(), spec=spec)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("common=f0,f0;unique=f2|f4", "column 'f0' is listed twice in common"),
+    ("common=f0;unique=f2,f2|f4", r"column 'f2' is listed twice in unique\[0\]"),
+    ("common=f0;unique=f2,f3", r"1 group of unique columns, so 1 client; give one \|-separated group per client"),
+])
+def test_a_spec_with_a_repeated_column_or_one_client_says_exactly_that(text, message):
+    with pytest.raises(InputError, match=message):
+        chfl_partition(_toy(), spec=parse_feature_spec(text))
+
+
 def test_a_client_with_no_rows_is_rejected():
     with pytest.raises(InputError, match=r"client 'c\d' gets no (training|validation|test) rows"):
         chfl_partition(_toy(rows=8), n_clients=5)
