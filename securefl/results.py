@@ -8,6 +8,7 @@ Field names every script relies on (DESIGN.md, "Results"): ``method``, ``dataset
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -32,15 +33,29 @@ def check_output(path: str | os.PathLike, option: str, *, folder: bool = False) 
         raise InputError(f"{option} {path}: no permission to write in {parent}")
 
 
+def strict_json(value: Any) -> Any:
+    """``value`` with every nan or inf float as None: JSON has no NaN, and strict readers (jq,
+    JavaScript, most other languages) reject the ``NaN`` Python would write, e.g. for the
+    AUROC of a client whose test rows hold one class."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
+
+
 def write_json_atomically(path: str | os.PathLike, obj: dict[str, Any]) -> Path:
-    """Write ``obj`` to ``path`` so a reader never sees half a file."""
+    """Write ``obj`` to ``path`` as strict JSON (see :func:`strict_json`) so a reader never sees
+    half a file."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: --json names a folder, expected a file")
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
                                      prefix=f".{path.name}.") as fh:
-        json.dump(obj, fh, indent=2)
+        json.dump(strict_json(obj), fh, indent=2, allow_nan=False)
         fh.write("\n")
         tmp = fh.name
     os.chmod(tmp, 0o644)

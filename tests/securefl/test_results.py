@@ -64,3 +64,19 @@ def test_psi_refuses_json_inside_its_out_folder_name_before_running(tmp_path, ca
     code = main(["psi", str(left), str(right), "--id-column", "id", "--out", str(out), "--json", str(out)])
     # Assert
     assert code == 2 and "is the --out folder" in capsys.readouterr().err and not out.exists()
+
+
+def test_result_files_are_strict_json_with_null_for_nan_and_inf(tmp_path):
+    # Arrange: e.g. a client whose test rows hold one class has no AUROC
+    import numpy as np
+
+    result = {"metrics": {"auroc": float("nan"), "clients": [{"auprc": np.float64("inf")}, {"auprc": 0.5}]},
+              "seconds": 1.25, "bytes": 3}
+    target = tmp_path / "r.json"
+    # Act
+    write_json_atomically(target, result)
+    # Assert: a strict parser reads it; the finite values are unchanged
+    text = target.read_text()
+    loaded = json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
+    assert loaded["metrics"] == {"auroc": None, "clients": [{"auprc": None}, {"auprc": 0.5}]}
+    assert loaded["seconds"] == 1.25 and loaded["bytes"] == 3
