@@ -188,7 +188,7 @@ def summary_line(args: argparse.Namespace, result: dict[str, Any]) -> str:
     extra = f" | AUROC {metrics['auroc']:.4f}" if "auroc" in metrics else ""
     rounds = result.get("round_seconds") or []
     per_round = f" | {sum(rounds) / len(rounds):.3f} s/round" if rounds else ""
-    mode = "secure" if args.secure_agg else "plain"
+    mode = "no" if args.method in SHARED_METHODS else "secure" if args.secure_agg else "plain"  # nothing averaged
     tuned = f" | lr per client: {_rates(result['chosen_lr'])}" if "chosen_lr" in result else ""
     return (f"{args.method} on {result['dataset']} (seed {args.seed}, {mode} aggregation): mean client accuracy"
             f" {metrics['accuracy']:.4f}{extra} | {result['seconds']:.2f} s{per_round} | {result['bytes']:,} bytes"

@@ -45,6 +45,17 @@ def test_chfl_on_a_csv_with_a_feature_spec_writes_the_agreed_fields(tmp_path, ca
     assert "secure aggregation" in capsys.readouterr().out
 
 
+def test_local_says_it_averages_nothing_and_sends_nothing(tmp_path, capsys):
+    # Arrange
+    table = _table(tmp_path)
+    # Act
+    code, result = _run(["local", "--csv", str(table), "--label", "y", "--clients", "2", "--rounds", "1"],
+                        tmp_path / "local.json")
+    # Assert
+    assert code == 0 and result["bytes"] == 0
+    assert "(seed 0, no aggregation)" in capsys.readouterr().out
+
+
 def test_secure_and_plain_aggregation_give_the_same_chfl_result(tmp_path):
     # Arrange
     table = _table(tmp_path)
