@@ -121,7 +121,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     a.json = a.json or RESULTS_DIR / ("chfl.quick.json" if a.quick else "chfl.json")
     datasets = ("digits",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     device_name(p, a.device)
-    writable(p, json=a.json, markdown=a.markdown or a.json.with_suffix(".md"))
+    a.markdown = a.markdown or a.json.with_suffix(".md")
+    writable(p, json=a.json, markdown=a.markdown)
     if min(a.rounds, a.splits, a.runs, a.sweep_splits, a.workers, a.timing_rounds) < 1:
         p.error("--rounds, --splits, --runs, --sweep-splits, --timing-rounds and --workers must be >= 1")
     if a.max_runs is not None and a.max_runs < 1:
@@ -137,7 +138,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                   ratios=(0.3,) if quick else ratios, mus=mus, lrs=lrs,
                   timing_rounds=2 if quick else a.timing_rounds,
                   workers=a.workers, device=a.device, quick=quick, json_path=a.json,
-                  markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir,
+                  markdown_path=a.markdown, data_dir=a.data_dir,
                   render_only=a.render_only, merge=a.merge, max_runs=a.max_runs)
 
 

@@ -53,15 +53,18 @@ class BenchSettings:
         majority = self.clients // 2 + 1  # the default threshold t
         if not 0 <= self.max_dropouts <= self.clients - majority:
             raise InputError(f"--max-dropouts must leave a majority of the {self.clients} clients")
-        if not self.stage_timeout > 0:  # NaN too; SecAggConfig would refuse it only mid-run
-            raise InputError(f"--stage-timeout must be a positive number of seconds, got {self.stage_timeout}")
+        self.secagg_config(secure=True)  # its own checks (stage timeout, scale, PRG) now, not mid-run
+
+    def secagg_config(self, *, secure: bool) -> SecAggConfig:
+        """The protocol configuration of one round."""
+        return SecAggConfig(secure=secure, scale_bits=self.scale_bits, prg=self.prg,
+                            stage_timeout=self.stage_timeout)
 
 
 def _round(settings: BenchSettings, inputs: dict[str, np.ndarray], secure: bool,
            dropped: Sequence[str]) -> dict[str, Any]:
     """Run one round; return its wall time, the server's idle wait, bytes and error."""
-    config = SecAggConfig(secure=secure, scale_bits=settings.scale_bits, prg=settings.prg,
-                          stage_timeout=settings.stage_timeout)
+    config = settings.secagg_config(secure=secure)
     roles: dict[str, Any] = {"server": secagg_server, **{c: secagg_client for c in inputs}}
     kwargs: dict[str, dict[str, Any]] = {"server": {"clients": list(inputs), "config": config}}
     for name, vector in inputs.items():

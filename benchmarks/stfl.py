@@ -89,7 +89,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     a.json = a.json or RESULTS_DIR / ("stfl.quick.json" if a.quick else "stfl.json")
     datasets = ("breast",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     device_name(p, a.device)
-    writable(p, json=a.json, markdown=a.markdown or a.json.with_suffix(".md"))
+    a.markdown = a.markdown or a.json.with_suffix(".md")
+    writable(p, json=a.json, markdown=a.markdown)
     if a.seeds < 1 or a.epochs < 1:
         p.error("--seeds and --epochs must be at least 1")
     unknown = [b for b in a.he.split(",") if b not in ("paillier", "ckks")]
@@ -99,7 +100,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                   device=a.device, quick=a.quick, he_backends=tuple(a.he.split(",")),
                   ckks_max_steps=a.ckks_max_steps, paillier_max_steps=a.paillier_max_steps,
                   he_timed_steps=a.he_timed_steps, json_path=a.json,
-                  markdown_path=a.markdown or a.json.with_suffix(".md"), data_dir=a.data_dir,
+                  markdown_path=a.markdown, data_dir=a.data_dir,
                   merge=a.merge, render_only=a.render_only)
 
 

@@ -108,11 +108,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError("--csv (horizontal data) and --party-csv (vertical data) cannot be combined")
     if args.mus is not None:
         args.mus = _number_list("--mus", "distinct values in (0, 1]", args.mus, lambda v: 0 < v <= 1)
-    if args.lrs is not None:
+    if args.lrs is not None:  # which methods take it: run_options.SCOPE
         args.lrs = parse_lrs(args.lrs)
-        if args.method not in (*CHFL_METHODS, "local"):
-            raise InputError(f"--lrs applies to the CHFL family ({', '.join(CHFL_METHODS)}, local), "
-                             f"not to {args.method!r}")
 
 
 def parse_lrs(text: str) -> tuple[float, ...]:
@@ -161,8 +158,6 @@ def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
     from securefl.data.gl_sets import load_csv_clients
     from securefl.data.registry import load_registered
 
-    if args.lrs is not None:
-        raise InputError(f"--lrs applies to CHFL data only, not to {_source(args, 'gl')}")
     if args.csv is not None:
         dataset = load_csv_clients(args.csv, label=args.label, client_column=args.client_column)
     else:

@@ -24,7 +24,9 @@ Applies = Callable[[argparse.Namespace, str], bool]
 SCOPE: dict[str, tuple[str, Applies]] = {
     "vae_epochs": ("stfl", lambda a, kind: a.method == "stfl"),
     "he": ("he-vfl", lambda a, kind: a.method == "he-vfl"),
-    "all_data": ("the vertical methods", lambda a, kind: kind == "vertical"),
+    "all_data": ("the vertical methods but stfl, whose passive parties pretrain on the self-taught rows",
+                 lambda a, kind: kind == "vertical" and a.method != "stfl"),
+    "lrs": ("the CHFL family (chfl, common, simple, local) on CHFL data", lambda a, kind: kind == "chfl"),
     "id_column": ("--party-csv", lambda a, kind: bool(a.party_csv)),
     "label": ("--party-csv or --csv", lambda a, kind: bool(a.party_csv) or a.csv is not None),
     "lr": ("runs without --lrs (which tries each of its rates instead)", lambda a, kind: a.lrs is None),

@@ -23,8 +23,8 @@ def test_tiny_benchmark_writes_json_and_markdown(tmp_path):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--clients", "1"], "need --clients >= 2"),
     (["--max-dropouts", "9"], "--max-dropouts must leave a majority of the 10 clients"),
-    (["--stage-timeout", "-1"], "--stage-timeout must be a positive number of seconds"),
-    (["--stage-timeout", "nan"], "--stage-timeout must be a positive number of seconds"),
+    (["--stage-timeout", "-1"], "stage_timeout must be a positive number of seconds"),
+    (["--stage-timeout", "nan"], "stage_timeout must be a positive number of seconds"),
 ])
 def test_bad_settings_are_usage_errors_before_any_round(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as stop:

@@ -52,7 +52,7 @@ def test_stfl_reports_bytes_sent_between_parties(tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--dataset", "no_such_set"], "unknown dataset 'no_such_set'"),
-    (["--all-data"], "--all-data does not apply to stfl"),
+    (["--all-data"], "--all-data applies to the vertical methods but stfl, whose passive parties pretrain"),
     (["--epochs", "0"], "--epochs must be at least 1"),
     (["--device", "cuda:7"], "--device"),
 ])

@@ -162,9 +162,9 @@ def test_one_epoch_gl_run_says_that_nothing_was_federated(tmp_path, capsys):
     (["chfl", "--mus", "0.5,1.5"], "--mus must list distinct values in (0, 1]"),
     (["chfl", "--mus", "0,0.5"], "--mus must list distinct values in (0, 1]"),
     (["common", "--mus", "0.5"], "--mus applies to chfl"),
-    (["gl", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
+    (["gl", "--lrs", "0.001"], "--lrs applies to the CHFL family (chfl, common, simple, local) on CHFL data"),
     (["stfl", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
-    (["local", "--dataset", "gl_heart", "--lrs", "0.001"], "--lrs applies to CHFL data only"),
+    (["local", "--dataset", "gl_heart", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
 ])
 def test_bad_horizontal_arguments_are_one_line_errors(capsys, argv, message):
     code = main(["run", *argv, "--no-progress"])
