@@ -124,6 +124,17 @@ def _client_split(x: np.ndarray, y: np.ndarray, rows: np.ndarray, common: np.nda
     return ClientSplit(common=x[np.ix_(rows, common)], unique=x[np.ix_(rows, unique)], labels=y[rows])
 
 
+def sample_rows(n: int, n_clients: int, sample_seed: int, fractions: tuple[float, float, float] = FRACTIONS
+                ) -> list[list[np.ndarray]]:
+    """Row indices ``[train, validation, test][client]`` of ``n`` rows: what :func:`chfl_partition` deals out."""
+    order = SeedPlan(sample_seed).numpy("chfl/samples").permutation(n)
+    cuts = np.cumsum([int(round(f * n)) for f in fractions[:2]])
+    # Deal the shuffled rows out as they come (then sort each client's own rows): cutting the
+    # *sorted* indices into ranges would hand each client a contiguous stretch of the file, and
+    # files ordered by class or region (Kaggle's covertype) would make the clients non-IID.
+    return [[np.sort(part) for part in np.array_split(s, n_clients)] for s in np.split(order, cuts)]
+
+
 def chfl_partition(dataset: TabularDataset, *, n_clients: int = 5, common_ratio: float = 0.3,
                    feature_seed: int = 0, sample_seed: int = 0, spec: FeatureSpec | None = None,
                    fractions: tuple[float, float, float] = FRACTIONS) -> CHFLPartition:
@@ -136,13 +147,7 @@ def chfl_partition(dataset: TabularDataset, *, n_clients: int = 5, common_ratio:
     if spec is None:
         common, uniques = random_feature_split(dataset.features.shape[1], n_clients, common_ratio, feature_seed)
     n = len(dataset.labels)
-    order = SeedPlan(sample_seed).numpy("chfl/samples").permutation(n)
-    cuts = np.cumsum([int(round(f * n)) for f in fractions[:2]])
-    splits = np.split(order, cuts)
-    # Deal the shuffled rows out as they come (then sort each client's own rows): cutting the
-    # *sorted* indices into ranges would hand each client a contiguous stretch of the file, and
-    # files ordered by class or region (Kaggle's covertype) would make the clients non-IID.
-    per_client = [[np.sort(part) for part in np.array_split(s, n_clients)] for s in splits]
+    per_client = sample_rows(n, n_clients, sample_seed, fractions)
     clients = []
     for k in range(n_clients):
         name = f"c{k}"
@@ -161,4 +166,4 @@ def chfl_partition(dataset: TabularDataset, *, n_clients: int = 5, common_ratio:
 
 
 __all__ = ["CHFLPartition", "ClientData", "ClientSplit", "FRACTIONS", "FeatureSpec", "chfl_partition",
-           "parse_feature_spec", "random_feature_split"]
+           "parse_feature_spec", "random_feature_split", "sample_rows"]

@@ -8,6 +8,7 @@ import pytest
 from protocols.errors import InputError
 from securefl.data.chfl_sets import (TabularDataset, chfl_partition, load_chfl_dataset, load_csv_dataset,
                                      parse_feature_spec, read_arff, read_libsvm)
+from securefl.data.chfl_partition import sample_rows
 from securefl.data.registry import get_dataset, list_datasets
 
 
@@ -63,6 +64,19 @@ def test_partition_is_reproducible_and_feature_seed_changes_the_split():
     c = chfl_partition(ds, n_clients=2, feature_seed=1)
     np.testing.assert_array_equal(a.clients[0].train.unique, b.clients[0].train.unique)
     assert not np.array_equal(a.common_columns, c.common_columns)
+
+
+def test_sample_rows_are_the_rows_each_client_is_dealt():
+    # Arrange: labels that are the row numbers, so a client's labels say which rows it holds
+    x = np.zeros((50, 4))
+    ds = TabularDataset("rows", x, np.arange(50), tuple(f"f{i}" for i in range(4)), tuple(map(str, range(50))))
+    # Act
+    part = chfl_partition(ds, n_clients=3, feature_seed=0, sample_seed=7)
+    rows = sample_rows(50, 3, 7)
+    # Assert
+    for k, c in enumerate(part.clients):
+        for split, idx in zip((c.train, c.val, c.test), rows):
+            np.testing.assert_array_equal(split.labels, idx[k])
 
 
 def test_feature_spec_names_columns():

@@ -1,0 +1,212 @@
+"""How far CHFL's feature splits can go: strong non-neural learners on benchmarks.chfl's own partitions.
+
+    python -m benchmarks.chfl_reference [--quick] [--datasets covertype,digits] [--splits 10]
+                                        [--clients 2,5,10] [--sweep-splits 5] [--compare FILE]
+                                        [--data-dir DIR] --json FILE [--markdown FILE]
+
+CHFL's covertype results sit 5-11 points under the paper's (benchmarks/results/chfl.md).
+This benchmark asks whether the features each method sees allow the paper's numbers
+at all. On exactly the partitions benchmarks.chfl trains on (same feature splits,
+sample seed 0, 30% common features), it fits learners that need no federation and
+no tuning by the client:
+
+- pooled common: gradient-boosted trees on every client's training rows, common
+  features only. FedAvg over the common features (the paper's Common) approximates
+  this centralized model, so it is a generous reference for Common;
+- local GBM and local extra trees: each client alone on all its own features, the
+  paper's Local with another learner;
+- pooled all: gradient-boosted trees on every client's training rows and every
+  feature, the ceiling of any method on the dataset.
+
+Each is scored on each client's own test rows and averaged over clients, as
+benchmarks.chfl does. ``--compare`` reads a benchmarks.chfl result file and puts its
+MLP numbers beside them, per split; the report also gives, because the paper averages
+three random feature splits, the best mean over any three of the splits run here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, metadata, read_result, write_json,
+                               write_text, writable)
+from protocols.errors import InputError
+
+DATASETS = ("covertype", "digits")
+RATIO = 0.3
+LEARNERS = ("pooled_common", "local_gbm", "local_trees", "pooled_all")
+GBM = {"max_iter": 200, "learning_rate": 0.1, "early_stopping": False}
+"""scikit-learn HistGradientBoostingClassifier settings (its defaults, early stopping off so every fit is alike)."""
+TREES = 300
+"""Extra trees per forest (scikit-learn ExtraTreesClassifier, otherwise its defaults)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    datasets: tuple[str, ...]
+    splits: int
+    sweep_splits: int
+    clients: tuple[int, ...]
+    trees: int
+    quick: bool
+    json_path: Path
+    markdown_path: Path
+    compare: Path | None
+    data_dir: str | None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One partition: a dataset divided among ``n_clients`` by feature split ``feature_seed`` (sample seed 0)."""
+
+    dataset: str
+    n_clients: int
+    feature_seed: int
+
+
+def parse_args(argv: Sequence[str] | None) -> Config:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.chfl_reference", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="digits, 5 clients, 1 split, 50 trees (labelled quick)")
+    p.add_argument("--datasets", default=",".join(DATASETS))
+    p.add_argument("--splits", type=int, default=10, help="feature splits at 5 clients (benchmarks.chfl --splits)")
+    p.add_argument("--sweep-splits", type=int, default=5,
+                   help="feature splits at each other client count (benchmarks.chfl --sweep-splits)")
+    p.add_argument("--clients", default="2,5,10", help="client counts (the first dataset only, as benchmarks.chfl)")
+    p.add_argument("--data-dir", default=None, help="dataset files (default: $SECUREFL_DATA)")
+    p.add_argument("--compare", type=Path, default=None,
+                   help="a benchmarks.chfl result file whose MLP runs to put beside these "
+                        "(default: benchmarks/results/chfl.json, when it exists and this is not --quick)")
+    p.add_argument("--json", type=Path, default=None,
+                   help="default benchmarks/results/chfl_reference.json (.quick.json with --quick)")
+    p.add_argument("--markdown", type=Path, default=None)
+    a = p.parse_args(argv)
+    a.json = a.json or RESULTS_DIR / ("chfl_reference.quick.json" if a.quick else "chfl_reference.json")
+    a.markdown = a.markdown or a.json.with_suffix(".md")
+    writable(p, json=a.json, markdown=a.markdown)
+    if min(a.splits, a.sweep_splits) < 1:
+        p.error("--splits and --sweep-splits must be >= 1")
+    try:
+        clients = tuple(sorted({int(c) for c in a.clients.split(",")}))
+    except ValueError:
+        clients = ()
+    if not clients or min(clients) < 2:
+        p.error(f"--clients must list integers >= 2, separated by commas; got {a.clients!r}")
+    compare = a.compare
+    if compare is None and not a.quick and (RESULTS_DIR / "chfl.json").is_file():
+        compare = RESULTS_DIR / "chfl.json"
+    quick = a.quick
+    return Config(datasets=("digits",) if quick else dataset_names(p, a.datasets, DATASETS),
+                  splits=1 if quick else a.splits, sweep_splits=1 if quick else a.sweep_splits,
+                  clients=(5,) if quick else clients, trees=50 if quick else TREES, quick=quick,
+                  json_path=a.json, markdown_path=a.markdown, compare=compare, data_dir=a.data_dir)
+
+
+def plan(cfg: Config) -> list[Job]:
+    """benchmarks.chfl's partitions: Table II's splits per dataset, and its client sweep on the first dataset."""
+    jobs = [Job(d, 5, s) for d in cfg.datasets for s in range(cfg.splits)]
+    jobs += [Job(cfg.datasets[0], k, s) for k in cfg.clients if k != 5 for s in range(cfg.sweep_splits)]
+    return jobs
+
+
+def _accuracy(model: Any, x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(model.predict(x) == y))
+
+
+def reference_run(dataset: Any, partition: Any, *, trees: int = TREES, seed: int = 0) -> dict[str, list[float]]:
+    """Each learner's test accuracy per client of ``partition``, a CHFLPartition of ``dataset`` (sample seed 0)."""
+    from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier
+
+    from securefl.data.chfl_partition import sample_rows
+
+    def gbm() -> Any:
+        return HistGradientBoostingClassifier(**GBM, random_state=seed)
+
+    def own(split: Any) -> np.ndarray:
+        return np.hstack([split.common, split.unique])
+
+    clients = partition.clients
+    y_pool = np.concatenate([c.train.labels for c in clients])
+    pooled_common = gbm().fit(np.vstack([c.train.common for c in clients]), y_pool)
+    # pooled all: the same rows as the partition's (sample seed 0), every feature of the dataset
+    train_rows, _, test_rows = sample_rows(len(dataset.labels), len(clients), partition.settings["sample_seed"])
+    pooled_all = gbm().fit(dataset.features[np.concatenate(train_rows)], y_pool)
+    out: dict[str, list[float]] = {name: [] for name in LEARNERS}
+    for c, rows in zip(clients, test_rows):
+        out["pooled_common"].append(_accuracy(pooled_common, c.test.common, c.test.labels))
+        out["local_gbm"].append(_accuracy(gbm().fit(own(c.train), c.train.labels), own(c.test), c.test.labels))
+        forest = ExtraTreesClassifier(trees, n_jobs=-1, random_state=seed).fit(own(c.train), c.train.labels)
+        out["local_trees"].append(_accuracy(forest, own(c.test), c.test.labels))
+        out["pooled_all"].append(_accuracy(pooled_all, dataset.features[rows], c.test.labels))
+    return out
+
+
+def run_job(job: Job, cfg: Config, dataset: Any) -> dict[str, Any]:
+    """One partition's reference accuracies (mean over clients, and per client)."""
+    from securefl.data.chfl_partition import chfl_partition
+
+    partition = chfl_partition(dataset, n_clients=job.n_clients, common_ratio=RATIO,
+                               feature_seed=job.feature_seed, sample_seed=0)
+    start = time.perf_counter()
+    clients = reference_run(dataset, partition, trees=cfg.trees)
+    out = {"job": asdict(job), "accuracy": {k: float(np.mean(v)) for k, v in clients.items()},
+           "clients": clients, "seconds": time.perf_counter() - start,
+           "common_features": [dataset.feature_names[i] for i in partition.common_columns],
+           "unique_features": [[dataset.feature_names[i] for i in c.unique_columns] for c in partition.clients]}
+    print(f"{job.dataset} K={job.n_clients} split={job.feature_seed}: "
+          + ", ".join(f"{k} {v:.4f}" for k, v in out["accuracy"].items()) + f" ({out['seconds']:.0f} s)", flush=True)
+    return out
+
+
+def mlp_runs(path: Path | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The header and the fixed-lr 30%-common runs of a benchmarks.chfl result file (none without ``path``)."""
+    if path is None:
+        return {}, []
+    old = read_result(path, "--compare", "chfl", {"runs": list})
+    runs = [r for r in old["runs"] if isinstance(r, dict) and r.get("job", {}).get("experiment") in ("table2", "table3")
+            and math.isclose(r["job"].get("ratio", 0), RATIO) and r["job"].get("seed") == 0]
+    lrs = {r["job"].get("lr", 1e-3) for r in runs}
+    if len(lrs) > 1:  # a tuned file holds one run per lr; its per-client choice is benchmarks.chfl's business
+        raise SystemExit(f"--compare: {path} holds runs at several learning rates {sorted(lrs)};"
+                         " give a fixed-lr benchmarks.chfl result (e.g. benchmarks/results/chfl.json)")
+    return {k: old.get(k) for k in ("date", "commit", "command")}, runs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from benchmarks.chfl_reference_report import summarize, to_markdown
+    from securefl.data.chfl_sets import load_chfl_dataset
+
+    cfg = parse_args(argv)
+    mlp_header, mlp = mlp_runs(cfg.compare)
+    settings = {"datasets": list(cfg.datasets), "splits": cfg.splits, "sweep_splits": cfg.sweep_splits,
+                "clients": list(cfg.clients), "common_ratio": RATIO, "sample_seed": 0, "gbm": GBM,
+                "extra_trees": cfg.trees, "compare": str(cfg.compare) if cfg.compare else None,
+                "scored": "each client's own test rows, mean over clients (as benchmarks.chfl)"}
+    report = metadata(settings=settings, quick=cfg.quick,
+                      argv=["benchmarks.chfl_reference", *(sys.argv[1:] if argv is None else argv)])
+    report["benchmark"] = "chfl_reference"
+    try:
+        data = {name: load_chfl_dataset(name, data_dir=cfg.data_dir) for name in cfg.datasets}
+    except InputError as err:
+        raise SystemExit(f"python -m benchmarks.chfl_reference: {err}") from None
+    start = time.perf_counter()
+    report["runs"] = [run_job(job, cfg, data[job.dataset]) for job in plan(cfg)]
+    report["seconds"] = time.perf_counter() - start
+    report["mlp"] = {"source": mlp_header, "runs": [{k: r[k] for k in ("job", "accuracy")} for r in mlp]}
+    report["summary"] = summarize(report)
+    write_json(cfg.json_path, report)
+    write_text(cfg.markdown_path, to_markdown(report, markdown_header(
+        "CHFL: reference learners on the same partitions", report)))
+    print(f"wrote {cfg.json_path} and {cfg.markdown_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""The CHFL reference-learner benchmark: its learners, its 3-split statistics and its inputs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import chfl_reference as bench
+from benchmarks.chfl_reference_report import best_of_three
+from securefl.data.chfl_partition import FeatureSpec, chfl_partition
+from securefl.data.chfl_sets import TabularDataset
+
+
+def test_best_of_three_known_answer():
+    # Arrange: the four 3-split means are 0.6, 0.6333, 0.6667 and 0.7
+    values = [0.5, 0.6, 0.7, 0.8]
+    # Act
+    out = best_of_three(values, target=0.7)
+    # Assert: only 0.7 is within 2 points of the target or above it
+    assert out["best"] == pytest.approx(0.7) and out["combinations"] == 4
+    assert out["share_near_or_above"] == pytest.approx(0.25)
+    assert best_of_three([0.5, 0.6], target=0.7) is None
+
+
+def test_each_reference_sees_only_the_features_it_should():
+    # Arrange: the label is client c0's unique feature u0; the common feature is noise
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 600)
+    x = np.column_stack([rng.normal(size=600), y + 0.05 * rng.normal(size=600), rng.normal(size=600)])
+    ds = TabularDataset("toy", x, y, ("c", "u0", "u1"), ("0", "1"))
+    part = chfl_partition(ds, spec=FeatureSpec(common=("c",), unique=(("u0",), ("u1",))))
+    # Act
+    acc = bench.reference_run(ds, part, trees=20)
+    # Assert: c0's own models and the all-feature model find the label; common-only and c1's do not
+    assert acc["local_gbm"][0] > 0.95 and acc["local_trees"][0] > 0.95
+    assert max(acc["local_gbm"][1], acc["local_trees"][1], *acc["pooled_common"]) < 0.7
+    assert min(acc["pooled_all"]) > 0.95
+
+
+def test_quick_run_writes_labelled_json_and_markdown(tmp_path):
+    out = tmp_path / "ref.json"
+
+    code = bench.main(["--quick", "--json", str(out)])
+
+    data = json.loads(out.read_text())
+    assert code == 0 and data["quick"] is True and data["benchmark"] == "chfl_reference"
+    assert set(data["runs"][0]["accuracy"]) == set(bench.LEARNERS)
+    assert all(len(v) == 5 for v in data["runs"][0]["clients"].values())
+    assert "quick run" in (tmp_path / "ref.md").read_text()
+
+
+def _chfl_file(path, lrs):
+    runs = [{"job": {"experiment": "table2", "dataset": "digits", "n_clients": 5, "ratio": 0.3, "feature_seed": 0,
+                     "seed": 0, "lr": lr}, "accuracy": {"common": 0.5}} for lr in lrs]
+    path.write_text(json.dumps({"benchmark": "chfl", "runs": runs}))
+    return path
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "does not exist"),
+    ("tuned", "several learning rates"),
+    ('{"benchmark": "gl", "runs": []}', "is not a chfl result file"),
+])
+def test_a_bad_compare_file_stops_before_any_run(tmp_path, capsys, content, message):
+    # Arrange
+    path = tmp_path / "chfl.json"
+    if content == "tuned":
+        _chfl_file(path, [1e-3, 3e-3])
+    elif content:
+        path.write_text(content)
+    # Act
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--quick", "--compare", str(path), "--json", str(tmp_path / "r.json")])
+    # Assert
+    assert message in str(stop.value) and not (tmp_path / "r.json").exists()
+    assert "digits K=5" not in capsys.readouterr().out
+
+
+def test_compare_puts_the_mlp_numbers_beside_the_references(tmp_path):
+    out = tmp_path / "ref.json"
+
+    bench.main(["--quick", "--compare", str(_chfl_file(tmp_path / "chfl.json", [1e-3])), "--json", str(out)])
+
+    summary = json.loads(out.read_text())["summary"][0]
+    assert summary["cells"]["mlp_common"]["mean"] == 0.5
+
+
+@pytest.mark.parametrize("argv", [["--splits", "0"], ["--clients", "1,5"], ["--clients", "x"],
+                                  ["--datasets", "aloi"]])
+def test_bad_settings_are_usage_errors(tmp_path, argv):
+    with pytest.raises(SystemExit) as stop:
+        bench.main([*argv, "--json", str(tmp_path / "r.json")])
+
+    assert stop.value.code == 2 and not (tmp_path / "r.json").exists()
