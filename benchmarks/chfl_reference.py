@@ -61,6 +61,7 @@ class Config:
     markdown_path: Path
     compare: Path | None
     data_dir: str | None
+    render_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--json", type=Path, default=None,
                    help="default benchmarks/results/chfl_reference.json (.quick.json with --quick)")
     p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument("--render-only", action="store_true",
+                   help="rewrite the Markdown from an existing --json file without running anything")
     a = p.parse_args(argv)
     a.json = a.json or RESULTS_DIR / ("chfl_reference.quick.json" if a.quick else "chfl_reference.json")
     a.markdown = a.markdown or a.json.with_suffix(".md")
@@ -100,13 +103,14 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     if not clients or min(clients) < 2:
         p.error(f"--clients must list integers >= 2, separated by commas; got {a.clients!r}")
     compare = a.compare
-    if compare is None and not a.quick and (RESULTS_DIR / "chfl.json").is_file():
+    if compare is None and not a.quick and not a.render_only and (RESULTS_DIR / "chfl.json").is_file():
         compare = RESULTS_DIR / "chfl.json"
     quick = a.quick
     return Config(datasets=("digits",) if quick else dataset_names(p, a.datasets, DATASETS),
                   splits=1 if quick else a.splits, sweep_splits=1 if quick else a.sweep_splits,
                   clients=(5,) if quick else clients, trees=50 if quick else TREES, quick=quick,
-                  json_path=a.json, markdown_path=a.markdown, compare=compare, data_dir=a.data_dir)
+                  json_path=a.json, markdown_path=a.markdown, compare=compare, data_dir=a.data_dir,
+                  render_only=a.render_only)
 
 
 def plan(cfg: Config) -> list[Job]:
@@ -165,6 +169,16 @@ def run_job(job: Job, cfg: Config, dataset: Any) -> dict[str, Any]:
     return out
 
 
+def _shown(path: Path | None) -> str | None:
+    """``path`` as recorded in a result: relative to the repository root when inside it."""
+    if path is None:
+        return None
+    try:
+        return str(path.resolve().relative_to(RESULTS_DIR.parent.parent))
+    except ValueError:
+        return str(path)
+
+
 def mlp_runs(path: Path | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The header and the fixed-lr 30%-common runs of a benchmarks.chfl result file (none without ``path``)."""
     if path is None:
@@ -180,14 +194,19 @@ def mlp_runs(path: Path | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from benchmarks.chfl_reference_report import summarize, to_markdown
+    from benchmarks.chfl_reference_report import summarize
     from securefl.data.chfl_sets import load_chfl_dataset
 
     cfg = parse_args(argv)
+    if cfg.render_only:
+        report = read_result(cfg.json_path, "--render-only", "chfl_reference", {"runs": list, "mlp": dict})
+        report["summary"] = summarize(report)
+        render(report, cfg)
+        return 0
     mlp_header, mlp = mlp_runs(cfg.compare)
     settings = {"datasets": list(cfg.datasets), "splits": cfg.splits, "sweep_splits": cfg.sweep_splits,
                 "clients": list(cfg.clients), "common_ratio": RATIO, "sample_seed": 0, "gbm": GBM,
-                "extra_trees": cfg.trees, "compare": str(cfg.compare) if cfg.compare else None,
+                "extra_trees": cfg.trees, "compare": _shown(cfg.compare),
                 "scored": "each client's own test rows, mean over clients (as benchmarks.chfl)"}
     report = metadata(settings=settings, quick=cfg.quick,
                       argv=["benchmarks.chfl_reference", *(sys.argv[1:] if argv is None else argv)])
@@ -202,10 +221,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["mlp"] = {"source": mlp_header, "runs": [{k: r[k] for k in ("job", "accuracy")} for r in mlp]}
     report["summary"] = summarize(report)
     write_json(cfg.json_path, report)
+    render(report, cfg)
+    return 0
+
+
+def render(report: dict[str, Any], cfg: Config) -> None:
+    from benchmarks.chfl_reference_report import to_markdown
+
     write_text(cfg.markdown_path, to_markdown(report, markdown_header(
         "CHFL: reference learners on the same partitions", report)))
-    print(f"wrote {cfg.json_path} and {cfg.markdown_path}")
-    return 0
+    print(f"wrote {cfg.markdown_path}" + ("" if cfg.render_only else f" and {cfg.json_path}"))
 
 
 if __name__ == "__main__":

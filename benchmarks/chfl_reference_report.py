@@ -14,6 +14,8 @@ LEARNER_TITLES = {"pooled_common": "pooled common (GBM)", "local_gbm": "local GB
 MLP_TITLES = {"common": "MLP Common", "local": "MLP Local", "chfl_mu0": "MLP CHFL μ=0", "chfl": "MLP CHFL μ>0"}
 PAPER_COLUMNS = ("common", "local", "chfl_mu0", "chfl")
 """The paper's Table II / III columns, in its order, as benchmarks.chfl names its methods."""
+REFERENCE_FOR = {"pooled_common": "common", "local_trees": "local"}
+"""The paper's column each reference learner's 3-split means are held against."""
 KEY_FEATURE = {"covertype": "Elevation"}
 """A dataset's strongest single feature, whose place (common or one client's) the per-split table shows."""
 
@@ -57,8 +59,9 @@ def summarize(report: dict[str, Any]) -> list[dict[str, Any]]:
                         "n": len(values), "values": values}
         paper = paper_row(dataset, k)
         three = {m: best_of_three(cells[f"mlp_{m}"]["values"], paper[m]) for m in paper if f"mlp_{m}" in cells}
-        three["pooled_common vs Common"] = (best_of_three(cells["pooled_common"]["values"], paper["common"])
-                                            if paper else None)
+        if paper:
+            three["pooled_common"] = best_of_three(cells["pooled_common"]["values"], paper["common"])
+            three["local_trees"] = best_of_three(cells["local_trees"]["values"], paper["local"])
         out.append({"dataset": dataset, "n_clients": k, "splits": sorted(splits), "cells": cells, "paper": paper,
                     "per_split": [splits[s] for s in sorted(splits)],
                     "best_of_three": {m: v for m, v in three.items() if v}})
@@ -76,15 +79,20 @@ def _verdicts(entry: dict[str, Any]) -> list[str]:
     if not paper:
         return []
     local_best = max(("local_gbm", "local_trees"), key=lambda m: cells[m]["mean"])
+
+    def gap(paper_value: float, ours: float) -> str:
+        return f"{abs(100 * (paper_value - ours)):.2f} points {'above' if paper_value >= ours else 'below'}"
+
+    common, local = cells["pooled_common"]["mean"], cells[local_best]["mean"]
     lines = [
-        f"- {name}: the paper's Common {paper['common']:.4f} is {100 * (paper['common'] - cells['pooled_common']['mean']):+.2f}"
-        f" points from gradient-boosted trees trained centrally on every client's rows of the same common"
-        f" features ({cells['pooled_common']['mean']:.4f}), which FedAvg over those features can only approach.",
-        f"- {name}: the paper's Local {paper['local']:.4f} is {100 * (paper['local'] - cells[local_best]['mean']):+.2f}"
-        f" points from the better reference learner on each client's own features"
-        f" ({LEARNER_TITLES[local_best]}, {cells[local_best]['mean']:.4f}).",
-        f"- {name}: the paper's CHFL μ>0 {paper['chfl']:.4f}; one model on every feature and every client's rows"
-        f" (pooled all) reaches {cells['pooled_all']['mean']:.4f}.",
+        f"- {name}: the paper's Common ({paper['common']:.4f}) is {gap(paper['common'], common)} gradient-boosted"
+        f" trees trained centrally on every client's rows of the same common features ({common:.4f}),"
+        " a model that FedAvg over those features can only approach.",
+        f"- {name}: the paper's Local ({paper['local']:.4f}) is {gap(paper['local'], local)} the better reference"
+        f" learner on each client's own features ({LEARNER_TITLES[local_best]}, {local:.4f}).",
+        f"- {name}: the paper's CHFL μ>0 ({paper['chfl']:.4f}) is {gap(paper['chfl'], cells['pooled_all']['mean'])}"
+        f" one model trained on every feature and every client's rows (pooled all,"
+        f" {cells['pooled_all']['mean']:.4f}), what one party holding all of the data reaches.",
     ]
     return lines
 
@@ -92,8 +100,8 @@ def _verdicts(entry: dict[str, Any]) -> list[str]:
 def _three_table(entry: dict[str, Any]) -> str:
     rows = []
     for m, v in entry["best_of_three"].items():
-        title = MLP_TITLES.get(m, m)
-        target = entry["paper"]["common" if m.startswith("pooled") else m]
+        title = MLP_TITLES.get(m) or f"{LEARNER_TITLES[m]} (against the paper's {REFERENCE_FOR[m].title()})"
+        target = entry["paper"][REFERENCE_FOR.get(m, m)]
         rows.append([title, f"{target:.4f}", f"{v['best']:.4f}",
                      f"{100 * v['share_near_or_above']:.1f}% of {v['combinations']}"])
     return markdown_table(["method", "paper", "best mean of 3 splits here",

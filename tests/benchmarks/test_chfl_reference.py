@@ -48,6 +48,12 @@ def test_quick_run_writes_labelled_json_and_markdown(tmp_path):
     assert all(len(v) == 5 for v in data["runs"][0]["clients"].values())
     assert "quick run" in (tmp_path / "ref.md").read_text()
 
+    # --render-only rewrites the Markdown from the JSON alone, the same as the run wrote it
+    first = (tmp_path / "ref.md").read_text()
+    (tmp_path / "ref.md").unlink()
+    assert bench.main(["--render-only", "--json", str(out)]) == 0
+    assert (tmp_path / "ref.md").read_text() == first
+
 
 def _chfl_file(path, lrs):
     runs = [{"job": {"experiment": "table2", "dataset": "digits", "n_clients": 5, "ratio": 0.3, "feature_seed": 0,
