@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from benchmarks import chfl_reference as bench
-from benchmarks.chfl_reference_report import best_of_three
+from benchmarks.chfl_reference_report import best_of_three, summarize, to_markdown
 from securefl.data.chfl_partition import FeatureSpec, chfl_partition
 from securefl.data.chfl_sets import TabularDataset
 
@@ -98,3 +98,19 @@ def test_bad_settings_are_usage_errors(tmp_path, argv):
         bench.main([*argv, "--json", str(tmp_path / "r.json")])
 
     assert stop.value.code == 2 and not (tmp_path / "r.json").exists()
+
+
+def test_summary_counts_the_splits_where_the_key_feature_is_common_and_says_so():
+    # Arrange: two covertype splits, Elevation common in the first only
+    acc = {name: 0.5 for name in bench.LEARNERS}
+    runs = [{"job": {"dataset": "covertype", "n_clients": 5, "feature_seed": s}, "accuracy": acc,
+             "common_features": common, "unique_features": [[]] * 5}
+            for s, common in ((0, ["Elevation", "Slope"]), (1, ["Slope"]))]
+    report = {"runs": runs, "mlp": {"runs": []}, "settings": {}, "seconds": 1.0}
+    # Act
+    entry = summarize(report)[0]
+    text = to_markdown({**report, "summary": [entry]}, "# header\n")
+    # Assert
+    assert entry["key_common"] == 1 and entry["paper"]["common"] == pytest.approx(0.6218)
+    assert "Elevation is a common feature in 1 of the 2 feature splits here (50%" in text
+    assert "| 0 | common |" in text and "| 1 | nobody |" in text
