@@ -77,7 +77,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p = argparse.ArgumentParser(prog="python -m benchmarks.chfl_reference", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="digits, 5 clients, 1 split, 50 trees (labelled quick)")
     p.add_argument("--datasets", default=",".join(DATASETS))
-    p.add_argument("--splits", type=int, default=10, help="feature splits at 5 clients (benchmarks.chfl --splits)")
+    p.add_argument("--splits", type=int, default=30,
+                   help="feature splits at 5 clients (benchmarks.chfl ran the first 10: its --splits)")
     p.add_argument("--sweep-splits", type=int, default=5,
                    help="feature splits at each other client count (benchmarks.chfl --sweep-splits)")
     p.add_argument("--clients", default="2,5,10", help="client counts (the first dataset only, as benchmarks.chfl)")
