@@ -36,8 +36,11 @@ def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
 def load_previous(path: Path, settings: dict[str, Any], planned: Sequence[Any]) -> dict[str, Any]:
     """The result file to extend, or SystemExit with one line saying why it cannot be."""
     old = read_result(path, "--merge", "chfl", {"runs": list, "settings": dict})
-    runs, old_settings = old["runs"], old["settings"]
+    old_settings = old["settings"]
     ours, theirs = _result_settings(settings), _result_settings(old_settings)
+    # a file from before the lr grid ran every job at its one "lr" and wrote jobs without it
+    single = len(theirs["lrs"]) == 1
+    runs = old["runs"] = [{**r, "job": {"lr": theirs["lrs"][0], **r["job"]}} if single else r for r in runs_of(old)]
     differ = sorted(k for k in RESULT_SETTINGS if ours[k] != theirs[k])
     if differ:
         raise SystemExit(f"--merge: {path} was run with other {', '.join(differ)}; rerun without --merge")
@@ -47,6 +50,13 @@ def load_previous(path: Path, settings: dict[str, Any], planned: Sequence[Any]) 
         raise SystemExit(f"--merge: {path} holds {len(outside)} runs this plan does not include (first:"
                          f" {outside[0]['job']}); plan at least what it holds or rerun without --merge")
     return old
+
+
+def runs_of(old: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stored runs, each a dict (anything else is not a run of this benchmark)."""
+    if not all(isinstance(r, dict) and isinstance(r.get("job"), dict) for r in old["runs"]):
+        raise SystemExit("--merge: the file's runs are not chfl runs")
+    return old["runs"]
 
 
 def chunk_record(report: dict[str, Any], jobs: int, seconds: float) -> dict[str, Any]:

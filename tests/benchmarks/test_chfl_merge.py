@@ -119,7 +119,9 @@ def test_a_file_from_before_the_lr_grid_extends_a_plan_with_its_single_lr(tmp_pa
     # Arrange: an old header had "lr", not "lrs"
     cfg = parse_args(["--quick", "--lrs", "0.001"])
     jobs = plan(cfg, ["digits"])
-    old = {"benchmark": "chfl", "runs": [_fake_run_job(jobs[0], cfg)],
+    run = _fake_run_job(jobs[0], cfg)
+    run["job"].pop("lr")  # jobs had no lr field then (benchmarks/results/chfl.json)
+    old = {"benchmark": "chfl", "runs": [run],
            "settings": {"rounds": 4, "mus": [0.5, 1.0], "lr": 0.001, "timing_rounds": 2, "device": "cpu",
                         "quick": True}}
     path = tmp_path / "old.json"
@@ -127,8 +129,9 @@ def test_a_file_from_before_the_lr_grid_extends_a_plan_with_its_single_lr(tmp_pa
     settings = {"rounds": 4, "mus": (0.5, 1.0), "lrs": (0.001,), "timing_rounds": 2, "device": "cpu", "quick": True}
     # Act
     loaded = load_previous(path, settings, jobs)
-    # Assert
+    # Assert: the stored job is the planned one, so it is kept and not run again
     assert loaded["runs"][0]["job"] == json.loads(json.dumps(asdict(jobs[0])))
+    assert jobs[0] not in todo(jobs, loaded["runs"], None)
 
 
 def test_bad_max_runs_is_a_usage_error(capsys):
