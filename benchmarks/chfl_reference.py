@@ -90,7 +90,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                    help="default benchmarks/results/chfl_reference.json (.quick.json with --quick)")
     p.add_argument("--markdown", type=Path, default=None)
     p.add_argument("--render-only", action="store_true",
-                   help="rewrite the Markdown from an existing --json file without running anything")
+                   help="rewrite the Markdown from an existing --json file without running anything; with"
+                        " --compare, first replace its MLP runs by that file's")
     a = p.parse_args(argv)
     a.json = a.json or RESULTS_DIR / ("chfl_reference.quick.json" if a.quick else "chfl_reference.json")
     a.markdown = a.markdown or a.json.with_suffix(".md")
@@ -194,6 +195,11 @@ def mlp_runs(path: Path | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return {k: old.get(k) for k in ("date", "commit", "command")}, runs
 
 
+def mlp_section(header: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a result keeps of the compared MLP runs: their file's header, and each run's job and accuracy."""
+    return {"source": header, "runs": [{k: r[k] for k in ("job", "accuracy")} for r in runs]}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.chfl_reference_report import summarize
     from securefl.data.chfl_sets import load_chfl_dataset
@@ -201,7 +207,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     if cfg.render_only:
         report = read_result(cfg.json_path, "--render-only", "chfl_reference", {"runs": list, "mlp": dict})
+        if cfg.compare is not None:  # new MLP runs (e.g. more splits merged into chfl.json) beside the same references
+            report["mlp"] = mlp_section(*mlp_runs(cfg.compare))
+            report["settings"]["compare"] = _shown(cfg.compare)
         report["summary"] = summarize(report)
+        if cfg.compare is not None:
+            write_json(cfg.json_path, report)
         render(report, cfg)
         return 0
     mlp_header, mlp = mlp_runs(cfg.compare)
@@ -219,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     report["runs"] = [run_job(job, cfg, data[job.dataset]) for job in plan(cfg)]
     report["seconds"] = time.perf_counter() - start
-    report["mlp"] = {"source": mlp_header, "runs": [{k: r[k] for k in ("job", "accuracy")} for r in mlp]}
+    report["mlp"] = mlp_section(mlp_header, mlp)
     report["summary"] = summarize(report)
     write_json(cfg.json_path, report)
     render(report, cfg)

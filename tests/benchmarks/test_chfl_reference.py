@@ -84,11 +84,20 @@ def test_a_bad_compare_file_stops_before_any_run(tmp_path, capsys, content, mess
 
 def test_compare_puts_the_mlp_numbers_beside_the_references(tmp_path):
     out = tmp_path / "ref.json"
+    chfl = _chfl_file(tmp_path / "chfl.json", [1e-3])
 
-    bench.main(["--quick", "--compare", str(_chfl_file(tmp_path / "chfl.json", [1e-3])), "--json", str(out)])
+    bench.main(["--quick", "--compare", str(chfl), "--json", str(out)])
 
     summary = json.loads(out.read_text())["summary"][0]
     assert summary["cells"]["mlp_common"]["mean"] == 0.5
+
+    # --render-only --compare replaces the MLP runs (e.g. after more splits were merged into the chfl file)
+    data = json.loads(chfl.read_text())
+    data["runs"][0]["accuracy"]["common"] = 0.75
+    chfl.write_text(json.dumps(data))
+    bench.main(["--render-only", "--compare", str(chfl), "--json", str(out)])
+    assert json.loads(out.read_text())["summary"][0]["cells"]["mlp_common"]["mean"] == 0.75
+    assert "| 0.7500 ± 0.0000 (n=1) |" in out.with_suffix(".md").read_text()
 
 
 @pytest.mark.parametrize("argv", [["--splits", "0"], ["--clients", "1,5"], ["--clients", "x"],
