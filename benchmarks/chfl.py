@@ -33,8 +33,8 @@ from typing import Any, Callable, Sequence
 
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
-from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, read_result,
-                               write_json, write_text, writable)
+from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, die_with_parent, markdown_header, metadata,
+                               read_result, write_json, write_text, writable)
 from protocols.errors import InputError
 
 DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
@@ -243,6 +243,7 @@ def run_job(job: Job, cfg: Config) -> dict[str, Any]:
 def _init_worker() -> None:
     import torch
 
+    die_with_parent()
     torch.set_num_threads(1)
 
 

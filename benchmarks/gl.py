@@ -36,7 +36,8 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import dataset_names, device_name, metadata, write_json, write_text, writable
+from benchmarks.common import (dataset_names, device_name, die_with_parent, metadata, write_json, write_text,
+                               writable)
 from benchmarks.gl_merge import (METHODS, check_previous, complete_seeds, load_result, preflight, reused_runs,
                                  upgrade)
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
@@ -111,7 +112,7 @@ def run_jobs(name: str, seeds: Sequence[int], config: GLConfig, args: argparse.N
     jobs = [(name, m, s, config, args.data_dir) for s in seeds for m in METHODS[name] if (m, s) not in skip]
     if not jobs:
         return []
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+    with ProcessPoolExecutor(max_workers=args.workers, initializer=die_with_parent) as pool:
         futures = [pool.submit(run_job, *job) for job in jobs]
         for done, future in enumerate(as_completed(futures), 1):
             r = future.result()
