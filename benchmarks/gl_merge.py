@@ -30,8 +30,10 @@ def load_result(path: Path, flag: str) -> dict[str, Any]:
 
 def check_previous(name: str, previous: dict[str, Any], config: GLConfig, path: Path) -> None:
     """SystemExit unless ``--merge``'s stored ``name`` experiment used ``config``'s settings."""
-    if previous["settings"] != config.settings():
-        raise SystemExit(f"--merge: {name} settings in {path} differ from this run's; rerun without --merge")
+    stored, asked = previous["settings"], config.settings()
+    if stored != asked:
+        keys = ", ".join(sorted(k for k in stored.keys() | asked.keys() if stored.get(k) != asked.get(k)))
+        raise SystemExit(f"--merge: {name} settings in {path} differ from this run's ({keys}); rerun without --merge")
 
 
 def complete_seeds(runs: Sequence[dict[str, Any]], name: str) -> set[int]:

@@ -46,7 +46,7 @@ def test_upgrade_keeps_existing_provenance():
 def test_merge_refuses_results_run_with_other_settings(tmp_path):
     # Arrange: a previous covertype result whose settings differ from the paper configuration
     args = argparse.Namespace(quick=False, device="cpu", json=tmp_path / "gl.json", workers=1, data_dir=None,
-                              bn_stats="averaged", reuse=None, final="average")
+                              bn_stats="averaged", reuse=None, final="average", batches=None)
     previous = {"settings": {"epochs": 3}, "runs": [], "runs_from": []}
     # Act / Assert: nothing runs; the error names the dataset and the file
     with pytest.raises(SystemExit, match="gl_covertype settings in .*gl.json differ"):
@@ -113,6 +113,28 @@ def test_final_switch_defaults_to_algorithm_1_as_written():
     assert build_parser().parse_args(["--json", "x.json"]).final is None
     assert dataset_config("gl_heart", quick=True, device="cpu").final_average is False
     assert dataset_config("gl_heart", quick=True, device="cpu", final="average").final_average is True
+
+
+def test_batches_option_replaces_the_batches_per_epoch_only():
+    from benchmarks.gl import build_parser, dataset_config
+
+    assert build_parser().parse_args(["--json", "x.json"]).batches is None
+    default = dataset_config("gl_heart", quick=False, device="cpu")
+    fifteen = dataset_config("gl_heart", quick=False, device="cpu", batches=15)
+    assert (default.batches, fifteen.batches) == (5, 15)
+    assert {k: v for k, v in fifteen.settings().items() if k != "batches"} == {
+        k: v for k, v in default.settings().items() if k != "batches"}
+
+
+def test_merge_refuses_a_file_run_with_other_batches(tmp_path):
+    from benchmarks.gl import dataset_config
+    from benchmarks.gl_merge import check_previous
+
+    stored = dataset_config("gl_heart", quick=False, device="cpu").settings()
+    previous = {"settings": stored, "runs": [], "runs_from": []}
+    with pytest.raises(SystemExit, match="batches"):
+        check_previous("gl_heart", previous, dataset_config("gl_heart", quick=False, device="cpu", batches=15),
+                       tmp_path / "gl.json")
 
 
 def _result_file(tmp_path, settings):
@@ -218,6 +240,7 @@ def test_a_stored_file_that_is_not_a_gl_result_stops_before_any_run(tmp_path, mo
     (["--heart-seeds", "0"], "--heart-seeds must be 1..101"),
     (["--cover-seeds", "22"], "--cover-seeds must be 1..21"),
     (["--workers", "0"], "--workers must be at least 1"),
+    (["--batches", "0"], "--batches must be at least 1"),
 ])
 def test_seed_counts_and_workers_outside_their_range_are_usage_errors(tmp_path, capsys, argv, message):
     from benchmarks.gl import main
