@@ -70,6 +70,8 @@ def test_partial_file_says_it_is_incomplete(tmp_path, monkeypatch):
     (lambda r: r["settings"].update(rounds=9), "other rounds"),
     (lambda r: r.update(benchmark="gl"), "not a chfl result file"),
     (lambda r: r["runs"][0]["job"].update(feature_seed=99), "1 runs this plan does not include"),
+    (lambda r: r["runs"].append("not a run"), "the file's runs are not chfl runs"),
+    (lambda r: r["runs"][0].update(job=[1, 2]), "the file's runs are not chfl runs"),
 ])
 def test_merge_refuses_a_file_it_cannot_extend_and_writes_nothing(tmp_path, monkeypatch, change, message):
     # Arrange
