@@ -36,11 +36,8 @@ def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
 def load_previous(path: Path, settings: dict[str, Any], planned: Sequence[Any]) -> dict[str, Any]:
     """The result file to extend, or SystemExit with one line saying why it cannot be."""
     old = read_result(path, "--merge", "chfl", {"runs": list, "settings": dict})
-    old_settings = old["settings"]
-    ours, theirs = _result_settings(settings), _result_settings(old_settings)
-    # a file from before the lr grid ran every job at its one "lr" and wrote jobs without it
-    single = len(theirs["lrs"]) == 1
-    runs = old["runs"] = [{**r, "job": {"lr": theirs["lrs"][0], **r["job"]}} if single else r for r in runs_of(old)]
+    ours, theirs = _result_settings(settings), _result_settings(old["settings"])
+    runs = old["runs"] = stored_runs(old, "--merge")
     differ = sorted(k for k in RESULT_SETTINGS if ours[k] != theirs[k])
     if differ:
         raise SystemExit(f"--merge: {path} was run with other {', '.join(differ)}; rerun without --merge")
@@ -52,11 +49,14 @@ def load_previous(path: Path, settings: dict[str, Any], planned: Sequence[Any]) 
     return old
 
 
-def runs_of(old: dict[str, Any]) -> list[dict[str, Any]]:
-    """The stored runs, each a dict (anything else is not a run of this benchmark)."""
+def stored_runs(old: dict[str, Any], flag: str) -> list[dict[str, Any]]:
+    """A chfl result's runs, each job with its ``lr``: a file from before the lr grid ran every
+    job at its one rate and wrote jobs without it. SystemExit naming ``flag`` if a run is not a
+    chfl run (anything but a dict with a ``job`` dict)."""
     if not all(isinstance(r, dict) and isinstance(r.get("job"), dict) for r in old["runs"]):
-        raise SystemExit("--merge: the file's runs are not chfl runs")
-    return old["runs"]
+        raise SystemExit(f"{flag}: the file's runs are not chfl runs")
+    lrs = _result_settings(old["settings"])["lrs"]
+    return [{**r, "job": {"lr": lrs[0], **r["job"]}} for r in old["runs"]] if len(lrs) == 1 else old["runs"]
 
 
 def chunk_record(report: dict[str, Any], jobs: int, seconds: float) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from benchmarks.chfl_merge import stored_runs
 from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, metadata, read_result, write_json,
                                write_text, writable)
 from protocols.errors import InputError
@@ -200,10 +201,10 @@ def mlp_runs(path: Path | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The header and the fixed-lr 30%-common runs of a benchmarks.chfl result file (none without ``path``)."""
     if path is None:
         return {}, []
-    old = read_result(path, "--compare", "chfl", {"runs": list})
-    runs = [r for r in old["runs"] if isinstance(r, dict) and r.get("job", {}).get("experiment") in ("table2", "table3")
+    old = read_result(path, "--compare", "chfl", {"runs": list, "settings": dict})
+    runs = [r for r in stored_runs(old, "--compare") if r["job"].get("experiment") in ("table2", "table3")
             and math.isclose(r["job"].get("ratio", 0), RATIO) and r["job"].get("seed") == 0]
-    lrs = {r["job"].get("lr", 1e-3) for r in runs}
+    lrs = {r["job"]["lr"] for r in runs}
     if len(lrs) > 1:  # a tuned file holds one run per lr; its per-client choice is benchmarks.chfl's business
         raise SystemExit(f"--compare: {path} holds runs at several learning rates {sorted(lrs)};"
                          " give a fixed-lr benchmarks.chfl result (e.g. benchmarks/results/chfl.json)")

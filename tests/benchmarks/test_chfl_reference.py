@@ -61,7 +61,7 @@ def test_quick_run_writes_labelled_json_and_markdown(tmp_path):
 def _chfl_file(path, lrs):
     runs = [{"job": {"experiment": "table2", "dataset": "digits", "n_clients": 5, "ratio": 0.3, "feature_seed": 0,
                      "seed": 0, "lr": lr}, "accuracy": {"common": 0.5}} for lr in lrs]
-    path.write_text(json.dumps({"benchmark": "chfl", "runs": runs}))
+    path.write_text(json.dumps({"benchmark": "chfl", "runs": runs, "settings": {"lrs": sorted(set(lrs))}}))
     return path
 
 
@@ -101,6 +101,20 @@ def test_compare_puts_the_mlp_numbers_beside_the_references(tmp_path):
     bench.main(["--render-only", "--compare", str(chfl), "--json", str(out)])
     assert json.loads(out.read_text())["summary"][0]["cells"]["mlp_common"]["mean"] == 0.75
     assert "| 0.7500 ± 0.0000 (n=1) |" in out.with_suffix(".md").read_text()
+
+
+def test_compare_reads_a_file_from_before_the_lr_grid_at_its_one_rate(tmp_path):
+    # Arrange: the header had "lr", not "lrs", and jobs had no lr field (benchmarks.chfl_merge's rule)
+    chfl = _chfl_file(tmp_path / "chfl.json", [1e-3])
+    data = json.loads(chfl.read_text())
+    data["settings"] = {"lr": 3e-3}
+    del data["runs"][0]["job"]["lr"]
+    chfl.write_text(json.dumps(data))
+    out = tmp_path / "ref.json"
+    # Act
+    bench.main(["--quick", "--compare", str(chfl), "--json", str(out)])
+    # Assert
+    assert json.loads(out.read_text())["mlp"]["runs"][0]["job"]["lr"] == 3e-3
 
 
 @pytest.mark.parametrize("argv", [["--splits", "0"], ["--clients", "1,5"], ["--clients", "x"],
