@@ -8,8 +8,8 @@
 Runs GL, FedAvg (padded) and Local on both experiments and Centralized on covertype,
 each seed of the paper's list (covertype 8-28, heart 0-100; the first N when fewer
 are asked for), with the paper's settings (covertype 105 epochs x 10 batches; heart
-10 epochs x 5 batches, the authors' launch command), every average through secure
-aggregation. Compares with the authors' released per-seed results, and times one
+10 epochs x 15 batches, Table 12; ``--batches 5`` is the authors' launch command),
+every average through secure aggregation. Compares with the authors' released per-seed results, and times one
 aggregation round of the GL and FedAvg vectors with secure vs plain averaging.
 Comanche and Rawah are evaluated on their validation files (test files missing);
 Centralized on the pooled validation file (pooled test file missing).
@@ -55,7 +55,7 @@ PAPER_SEEDS = {"gl_covertype": tuple(range(8, 29)), "gl_heart": tuple(range(0, 1
 DEFAULT_SEEDS = {"gl_covertype": 1, "gl_heart": 101}
 """What fits a ~40 min budget on 2 CPU cores: a covertype seed costs ~30 CPU-minutes for its four
 methods (105 epochs of a 0.9M-parameter model on 11,340 rows, plus 62k evaluation rows), a heart
-seed ~17 CPU-seconds. Ask for more with --cover-seeds / --heart-seeds (or run on a GPU)."""
+seed ~50 CPU-seconds at 15 batches an epoch. Ask for more with --cover-seeds / --heart-seeds (or run on a GPU)."""
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gl"
 
 
@@ -65,7 +65,7 @@ def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str | None 
     "local" keeps batch-norm running statistics with each client (``GLConfig.federate_bn_stats``);
     ``final`` "local" evaluates each client's own last-round weights and "average" the last round's
     average (``GLConfig.final_average``); None keeps GLConfig's default. ``batches`` replaces the
-    batches per local epoch (heart: 5 as the authors launched it, 15 in the paper's Table 12)."""
+    batches per local epoch (heart: 15 as in the paper's Table 12, 5 as the authors launched it)."""
     overrides = {} if batches is None else {"batches": batches}
     config = paper_config(name, device=device, threads=1, **switches(bn_stats=bn_stats, final=final), **overrides)
     if quick and name == "gl_covertype":
@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{switch_default('final')}; GLConfig.final_average)")
     parser.add_argument("--batches", type=int, default=None,
                         help="batches per local epoch for every dataset run (default: the paper's schedule, "
-                             "covertype 10, heart 5 as the authors launched it; Table 12 says 15 for heart)")
+                             "covertype 10, heart 15 as Table 12 says; the authors launched heart with 5)")
     parser.add_argument("--reuse", type=Path, default=None,
                         help="take the Local and Centralized runs (which federate nothing) of the asked seeds from "
                              "this result file instead of rerunning them, e.g. for a --bn-stats local sweep")

@@ -122,8 +122,10 @@ class GLConfig:
         return {**out, "shape": {f.name: getattr(self.shape, f.name) for f in fields(self.shape)}}
 
 
-PAPER_SCHEDULE = {"gl_covertype": {"epochs": 105, "batches": 10}, "gl_heart": {"epochs": 10, "batches": 5}}
-"""Tables 11-12 and the authors' launch commands (heart: 5 batches as launched; Table 12 says 15)."""
+PAPER_SCHEDULE = {"gl_covertype": {"epochs": 105, "batches": 10}, "gl_heart": {"epochs": 10, "batches": 15}}
+"""Tables 11-12. Heart: 15 batches as Table 12 says; the authors' launch command has 5, but over
+the 101 heart seeds 15 moves 8 of our 9 AUROCs nearer their released results and none away
+(benchmarks/results/gl_heart_batches15.md against gl.md), so their numbers fit 15 better."""
 
 
 def paper_config(dataset: str, **overrides: Any) -> GLConfig:
