@@ -33,9 +33,10 @@ from typing import Any, Callable, Sequence
 
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
-from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, die_with_parent, markdown_header, metadata,
+from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata,
                                read_result, write_json, write_text, writable)
 from protocols.errors import InputError
+from protocols.lifecycle import die_with_parent
 
 DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
 # ../shared/reference/README.md (paper Table II, III, V-B5): quoted for comparison, never measured here

@@ -78,29 +78,6 @@ def read_result(path: Path, flag: str, benchmark: str, fields: dict[str, type]) 
     return old
 
 
-def die_with_parent() -> None:
-    """Worker-process initializer: end this worker when the benchmark process that started it dies.
-
-    Ctrl-C reaches a whole process group, but a SIGTERM to the benchmark alone (``kill``,
-    ``timeout``, a job scheduler) left its pool workers training on as orphans for the
-    rest of their job, minutes of both cores, while their results had nowhere to go.
-    Linux only (``prctl(PR_SET_PDEATHSIG)``); elsewhere a no-op.
-    """
-    import ctypes
-    import signal
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:  # the parent was already gone before the request took effect
-        os._exit(1)
-
-
 def git_commit(root: Path | None = None) -> str:
     """The checked-out commit, with ``+dirty`` when tracked files differ from it.
 

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import (dataset_names, device_name, die_with_parent, metadata, write_json, write_text,
+from benchmarks.common import (dataset_names, device_name, metadata, write_json, write_text,
                                writable)
 from benchmarks.gl_merge import (METHODS, check_previous, complete_seeds, load_result, preflight, reused_runs,
                                  upgrade)
@@ -44,6 +44,7 @@ from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, 
                                   render, table2)
 from protocols.channels import SecAggConfig
 from protocols.errors import SecureFLError
+from protocols.lifecycle import die_with_parent
 from protocols.transport import run_parties
 from securefl.algorithms.gl import SWITCHES, GLConfig, build_model, paper_config, switch_default, switches
 from securefl.data.gl_sets import encode_client

@@ -23,6 +23,7 @@ import torch.distributed as dist
 
 from protocols.errors import (DecodeError, InputError, PeerFailedError, ProtocolError,
                               SecureFLError)
+from protocols.lifecycle import die_with_parent
 from protocols.transport.base import DEFAULT_TIMEOUT, Transport
 
 _CLOSE = -1
@@ -140,7 +141,9 @@ class TorchDistTransport(Transport):
 
 def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, Any], port: int,
            timeout: float, record: bool, results: Any) -> None:
-    """Body of one party's process: build the transport, run the role, report back."""
+    """Body of one party's process: build the transport, run the role, report back. The
+    party ends with the launcher (a SIGTERM to it alone would leave parties waiting on peers)."""
+    die_with_parent()
     try:
         transport = TorchDistTransport(name, parties, host="127.0.0.1", port=port, timeout=timeout,
                                        record=record)

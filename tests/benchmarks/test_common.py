@@ -1,12 +1,8 @@
-"""benchmarks.common: the --datasets and --device parsing every benchmark shares, the commit stamp, and pool
-workers that end with their benchmark."""
+"""benchmarks.common: the --datasets and --device parsing every benchmark shares and the commit stamp
+(pool workers that end with their benchmark: tests/protocols/test_lifecycle.py)."""
 
 import argparse
-import os
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -165,53 +161,3 @@ def test_rewritten_result_files_do_not_mark_the_commit_dirty_but_code_changes_do
     # Assert
     assert len(after_result) == 40 and "+dirty" not in after_result
     assert after_code == after_result + "+dirty"
-
-
-_POOL_SCRIPT = """
-import os, sys, time
-from concurrent.futures import ProcessPoolExecutor
-import multiprocessing
-from benchmarks.common import die_with_parent
-
-def job(path):
-    with open(path, "w") as fh:
-        fh.write(str(os.getpid()))
-    time.sleep(60)
-
-if __name__ == "__main__":
-    ctx = multiprocessing.get_context(sys.argv[2])
-    with ProcessPoolExecutor(1, mp_context=ctx, initializer=die_with_parent) as pool:
-        pool.submit(job, sys.argv[1]).result()
-"""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped by init) counts as gone
-    status = Path(f"/proc/{pid}/status")
-    return not (status.is_file() and "\nState:\tZ" in status.read_text())
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
-@pytest.mark.parametrize("method", ["spawn", "fork"])
-def test_pool_workers_end_when_the_benchmark_process_is_killed(tmp_path, method):
-    # Arrange: a benchmark-like pool whose one worker is busy for a minute
-    script, pid_file = tmp_path / "pool.py", tmp_path / "worker.pid"
-    script.write_text(_POOL_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    parent = subprocess.Popen([sys.executable, str(script), str(pid_file), method], env=env)
-    deadline = time.monotonic() + 60
-    while not (pid_file.is_file() and pid_file.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    worker = int(pid_file.read_text())
-    # Act: SIGTERM to the benchmark process alone, as kill or timeout send it
-    parent.terminate()
-    parent.wait(timeout=30)
-    # Assert: the worker does not train on as an orphan
-    deadline = time.monotonic() + 10
-    while _alive(worker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(worker)

@@ -1,0 +1,79 @@
+"""protocols.lifecycle.die_with_parent: workers (benchmark pools, torch.distributed parties) end when the
+process that started them is SIGTERM'd alone, instead of running on as orphans."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
+
+_HEAD = """
+import os, sys, time
+from pathlib import Path
+
+def job(path, *_, **__):
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(60)
+"""
+SCRIPTS = {
+    "spawn pool": _HEAD + """
+if __name__ == "__main__":
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from protocols.lifecycle import die_with_parent
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent) as pool:
+        pool.submit(job, sys.argv[1]).result()
+""",
+    "fork pool": _HEAD + """
+if __name__ == "__main__":
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from protocols.lifecycle import die_with_parent
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"), initializer=die_with_parent) as pool:
+        pool.submit(job, sys.argv[1]).result()
+""",
+    "torch.distributed party": _HEAD + """
+def role(transport, path):
+    job(path)
+
+if __name__ == "__main__":
+    from protocols.transport import run_parties
+    run_parties({"a": role, "b": role}, kwargs={"a": {"path": sys.argv[1]}, "b": {"path": sys.argv[1] + ".b"}},
+                backend="torch")
+""",
+}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by init) counts as gone
+    status = Path(f"/proc/{pid}/status")
+    return not (status.is_file() and "\nState:\tZ" in status.read_text())
+
+
+@pytest.mark.parametrize("kind", list(SCRIPTS))
+def test_workers_end_when_the_process_that_started_them_is_killed(tmp_path, kind):
+    # Arrange: a parent whose one worker is busy for a minute
+    script, pid_file = tmp_path / "parent.py", tmp_path / "worker.pid"
+    script.write_text(SCRIPTS[kind])
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    parent = subprocess.Popen([sys.executable, str(script), str(pid_file)], env=env)
+    deadline = time.monotonic() + 90
+    while not (pid_file.is_file() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    worker = int(pid_file.read_text())
+    # Act: SIGTERM to the parent alone, as kill or timeout send it
+    parent.terminate()
+    parent.wait(timeout=30)
+    # Assert: the worker does not run on as an orphan
+    deadline = time.monotonic() + 10
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker)
