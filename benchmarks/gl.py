@@ -9,8 +9,9 @@ Runs GL, FedAvg (padded) and Local on both experiments and Centralized on covert
 each seed of the paper's list (covertype 8-28, heart 0-100; the first N when fewer
 are asked for), with the paper's settings (covertype 105 epochs x 10 batches; heart
 10 epochs x 15 batches, Table 12; ``--batches 5`` is the authors' launch command),
-every average through secure aggregation. Compares with the authors' released per-seed results, and times one
-aggregation round of the GL and FedAvg vectors with secure vs plain averaging.
+every average through secure aggregation. Compares with the authors' released per-seed
+results, and times one aggregation round of the GL and FedAvg vectors with secure vs
+plain averaging.
 Comanche and Rawah are evaluated on their validation files (test files missing);
 Centralized on the pooled validation file (pooled test file missing).
 
@@ -36,8 +37,7 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import (dataset_names, device_name, metadata, write_json, write_text,
-                               writable)
+from benchmarks.common import dataset_names, device_name, metadata, write_json, write_text, writable
 from benchmarks.gl_merge import (METHODS, check_previous, complete_seeds, load_result, preflight, reused_runs,
                                  upgrade)
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
@@ -259,7 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--merge: cannot mix a --quick result with a full one")
     previous = upgrade(old) if old is not None else {}
     plans = {name: (dataset_config(name, quick=args.quick, device=args.device, bn_stats=args.bn_stats,
-                                   final=args.final, batches=args.batches), PAPER_SEEDS[name][:seed_count(name, args)]) for name in names}
+                                   final=args.final, batches=args.batches),
+                    PAPER_SEEDS[name][:seed_count(name, args)]) for name in names}
     preflight(plans, previous, json_path=args.json, reuse=args.reuse, restart=args.restart)
     meta = metadata(settings={"datasets": names, "workers": args.workers}, quick=args.quick, device=args.device,
                     argv=["benchmarks.gl", *(sys.argv[1:] if argv is None else argv)])

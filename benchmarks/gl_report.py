@@ -193,10 +193,9 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
             "kept by each client (only parameters are federated)")
         final = ("the last round's average" if res["settings"].get("final_average", True) else
                  "their own last-round weights (no final average; Algorithm 1 with eta = 1)")
-        schedule = res["settings"]
-        out.append(f"\nSchedule: {schedule.get('epochs', '?')} epochs x {schedule.get('batches', '?')} batches per"
-                   f" local epoch. Batch-norm running statistics: {bn}. Federated clients are evaluated with"
-                   f" {final}.\n")
+        epochs, batches = (res["settings"].get(k, "?") for k in ("epochs", "batches"))
+        out.append(f"\nSchedule: {epochs} epochs x {batches} batches per local epoch. Batch-norm running"
+                   f" statistics: {bn}. Federated clients are evaluated with {final}.\n")
         if name == "gl_covertype":
             out.append("\nComanche and Rawah: evaluated on their validation files (test files missing here);"
                        " the authors used test files. Centralized: pooled validation file (pooled test missing)."
