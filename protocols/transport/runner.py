@@ -24,6 +24,8 @@ Role = Callable[..., Any]
 BACKENDS = ("inprocess", "torch")
 SWITCH_INTERVAL = 0.0005
 """GIL switch interval (seconds) while in-process parties run: see :func:`gil_handoff`."""
+JOIN_POLL = 0.1
+"""Seconds between the caller's looks for a signal while it waits on party threads."""
 
 
 @dataclass
@@ -89,16 +91,31 @@ def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, 
     threads = [threading.Thread(target=target, args=(name,), name=f"party-{name}", daemon=True)
                for name in roles]
     with gil_handoff(SWITCH_INTERVAL):
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            for thread in threads:
+                thread.start()
+            _join(threads)
+        except BaseException:  # Ctrl-C: the parties stop at their next message instead of running on
+            network.abort(PeerFailedError("the run was interrupted"))
+            raise
     seconds = time.perf_counter() - start
     if failures:
         raise _first_cause(failures)
     return RunResult(results=results, seconds=seconds,
                      comm={name: t.meter.to_dict() for name, t in network.transports.items()},
                      logs={name: list(t.log) for name, t in network.transports.items()})
+
+
+def _join(threads: list[threading.Thread]) -> None:
+    """Wait for every thread, waking every :data:`JOIN_POLL` seconds.
+
+    Python runs signal handlers in the main thread only, and the kernel may hand a
+    process's SIGINT to any of its threads; a bare ``join`` would then sit until the
+    parties finish before Ctrl-C took effect. Waking lets the handler run.
+    """
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(JOIN_POLL)
 
 
 @contextmanager

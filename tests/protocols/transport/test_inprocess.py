@@ -123,3 +123,45 @@ def test_parties_run_with_a_short_gil_switch_interval_which_is_restored_after():
 def test_a_timeout_a_wait_cannot_take_is_refused_up_front(timeout):
     with pytest.raises(InputError, match="timeout must be a positive number of seconds"):
         InProcessNetwork(["p", "q"], timeout=timeout)
+
+
+def test_ctrl_c_taken_by_a_party_thread_ends_the_run_and_wakes_the_waiting_party():
+    import signal
+    import time
+
+    # Arrange: one party computes (as a SEAL call would, with no message wait), the other
+    # waits on it; the kernel may hand the process's SIGINT to either party's thread
+    started, listening = threading.Event(), threading.Event()
+    release, woken = threading.Event(), threading.Event()
+    idents: list[int] = []
+
+    def busy(transport):
+        idents.append(threading.get_ident())
+        started.set()
+        end = time.monotonic() + 30
+        while not release.is_set() and time.monotonic() < end:
+            sum(range(1000))
+
+    def waiting(transport):
+        listening.set()
+        try:
+            transport.recv("busy", A)
+        except Exception:
+            woken.set()
+            raise
+
+    def ctrl_c():
+        started.wait(10) and listening.wait(10)
+        signal.pthread_kill(idents[0], signal.SIGINT)
+
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    start = time.monotonic()
+    # Act
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_parties({"busy": busy, "waiting": waiting})
+        waited = time.monotonic() - start
+        # Assert: the caller did not sit until the busy party finished, and the other was woken
+        assert waited < 15 and woken.wait(10)
+    finally:
+        release.set()
