@@ -1,5 +1,6 @@
 """The CHFL benchmark: job plan, summaries, tables with the paper beside ours, honest verdicts."""
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,21 @@ def test_bad_number_list_is_a_usage_error_naming_the_flag(flag, text, capsys):
 def test_number_lists_are_sorted():
     cfg = parse_args(["--mus", "1,0.5", "--ratios", "0.5,0.1", "--clients", "10,2"])
     assert (cfg.mus, cfg.ratios, cfg.clients) == ((0.5, 1.0), (0.1, 0.5), (2, 10))
+
+
+def test_the_benchmark_and_the_library_share_one_mu_grid():
+    from securefl.algorithms.chfl import CHFLConfig
+    from securefl.commands.run_horizontal import add_arguments
+
+    # Arrange: the CLI's help names the default it leaves to CHFLConfig
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    help_text = next(a.help for a in parser._actions if a.dest == "mus")
+    # Act
+    benchmark = parse_args([]).mus
+    # Assert
+    assert benchmark == CHFLConfig().mus
+    assert ",".join(f"{m:g}" for m in CHFLConfig().mus) in help_text
 
 
 def test_ordering_verdict_follows_the_means():
