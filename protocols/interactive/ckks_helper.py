@@ -133,8 +133,9 @@ def _portable(exc: BaseException) -> BaseException:
 def serve(fd: int) -> None:
     """The helper process's loop: a context first, then jobs until the pipe closes.
 
-    Ctrl-C reaches the whole process group; the helper ignores it and ends when its
-    caller does (the pipe closes), instead of printing a traceback of its own.
+    The helper runs in a session of its own, out of reach of a terminal's Ctrl-C, and
+    ignores SIGINT besides; it ends when its caller does (the pipe closes), instead of
+    printing a traceback of its own.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(fd)
@@ -189,8 +190,10 @@ class EvaluatorHelper:
         code = "import sys; from protocols.interactive.ckks_helper import serve; serve(int(sys.argv[1]))"
         with theirs:
             try:
+                # its own session: a terminal's Ctrl-C goes to the caller alone, which then closes
+                # the pipe; reaching the helper during its imports it would print a traceback
                 self._process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno())],
-                                                 pass_fds=[theirs.fileno()], env=env)
+                                                 pass_fds=[theirs.fileno()], env=env, start_new_session=True)
             except OSError as err:
                 ours.close()
                 raise ProtocolError(f"cannot start the packed CKKS helper process ({err}); "

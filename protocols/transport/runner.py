@@ -13,7 +13,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from protocols.codec import Message
 from protocols.errors import InputError, PeerFailedError
@@ -26,6 +26,8 @@ SWITCH_INTERVAL = 0.0005
 """GIL switch interval (seconds) while in-process parties run: see :func:`gil_handoff`."""
 JOIN_POLL = 0.1
 """Seconds between the caller's looks for a signal while it waits on party threads."""
+STOP_GRACE = 15.0
+"""Seconds an interrupted run waits for its parties to stop before it lets the interrupt go on."""
 
 
 @dataclass
@@ -76,6 +78,7 @@ def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, 
     results: dict[str, Any] = {}
     failures: list[tuple[str, BaseException]] = []
     lock = threading.Lock()
+    done = {name: threading.Event() for name in roles}
 
     def target(name: str) -> None:
         try:
@@ -86,17 +89,21 @@ def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, 
             with lock:
                 failures.append((name, exc))
             network.abort(PeerFailedError(f"party {name!r} failed: {type(exc).__name__}: {exc}"))
+        finally:
+            done[name].set()
 
     start = time.perf_counter()
-    threads = [threading.Thread(target=target, args=(name,), name=f"party-{name}", daemon=True)
-               for name in roles]
+    threads = {name: threading.Thread(target=target, args=(name,), name=f"party-{name}", daemon=True)
+               for name in roles}
     with gil_handoff(SWITCH_INTERVAL):
         try:
-            for thread in threads:
+            for thread in threads.values():
                 thread.start()
-            _join(threads)
+            _wait(done.values())
         except BaseException:  # Ctrl-C: the parties stop at their next message instead of running on
             network.abort(PeerFailedError("the run was interrupted"))
+            _wait([done[name] for name, thread in threads.items() if thread.ident is not None],
+                  within=STOP_GRACE)
             raise
     seconds = time.perf_counter() - start
     if failures:
@@ -106,16 +113,23 @@ def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, 
                      logs={name: list(t.log) for name, t in network.transports.items()})
 
 
-def _join(threads: list[threading.Thread]) -> None:
-    """Wait for every thread, waking every :data:`JOIN_POLL` seconds.
+def _wait(done: Iterable[threading.Event], *, within: float | None = None) -> None:
+    """Wait until every party is done (for at most ``within`` seconds), waking every
+    :data:`JOIN_POLL` seconds.
 
     Python runs signal handlers in the main thread only, and the kernel may hand a
     process's SIGINT to any of its threads; a bare ``join`` would then sit until the
-    parties finish before Ctrl-C took effect. Waking lets the handler run.
+    parties finish before Ctrl-C took effect. Waking lets the handler run. (Events, not
+    ``Thread.join``: a join that Ctrl-C interrupts marks the thread stopped though it runs.)
+    After an interrupt the caller waits (``within``) for the aborted parties to end:
+    a party thread still inside SEAL or torch when the interpreter exits can take the
+    process down with ``std::terminate`` (SIGABRT) instead of a clean exit status.
     """
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(JOIN_POLL)
+    deadline = None if within is None else time.monotonic() + within
+    for event in done:
+        while not event.wait(JOIN_POLL):
+            if deadline is not None and time.monotonic() >= deadline:
+                return
 
 
 @contextmanager
