@@ -11,6 +11,8 @@ import ctypes
 import os
 import signal
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 _PR_SET_PDEATHSIG = 1
 
@@ -35,4 +37,21 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
-__all__ = ["die_with_parent"]
+@contextmanager
+def ctrl_c_stays_here() -> Iterator[None]:
+    """Start processes in the body that never see SIGINT: the launcher alone answers Ctrl-C.
+
+    A terminal's Ctrl-C signals the whole process group. A spawned worker still importing
+    its modules would die of it with a traceback of its own, and one already running would
+    race its launcher, which ends it anyway. SIGINT is blocked in the calling thread for the
+    body; children inherit the block, and it survives ``exec``. In the launcher a Ctrl-C
+    meanwhile goes to another thread, or waits until the block lifts: it is not lost.
+    """
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+__all__ = ["ctrl_c_stays_here", "die_with_parent"]

@@ -36,7 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # torch's C++ side logs a failed rendezvous as pages of stack frames before the Python
     # error we turn into one line; it reads this once, when torch loads (set it to see them)
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
-    parser = build_parser()
+    try:
+        parser = build_parser()  # imports torch and the commands: a second or two
+    except KeyboardInterrupt:
+        print("securefl: interrupted", file=sys.stderr)
+        return 130
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)

@@ -23,7 +23,7 @@ import torch.distributed as dist
 
 from protocols.errors import (DecodeError, InputError, PeerFailedError, ProtocolError,
                               SecureFLError)
-from protocols.lifecycle import die_with_parent
+from protocols.lifecycle import ctrl_c_stays_here, die_with_parent
 from protocols.transport.base import DEFAULT_TIMEOUT, Transport
 
 _CLOSE = -1
@@ -207,8 +207,9 @@ def run_parties_torch(roles: Mapping[str, Any], *, kwargs: Mapping[str, Mapping[
                                record, results)) for name in parties]
     start = time.perf_counter()
     try:
-        for proc in procs:
-            proc.start()
+        with ctrl_c_stays_here():  # the parties leave Ctrl-C to this process, which ends them
+            for proc in procs:
+                proc.start()
         collected = _collect(procs, parties, results)
         seconds = time.perf_counter() - start
         for proc in procs:

@@ -132,6 +132,20 @@ def test_ctrl_c_during_packed_ckks_training_ends_in_one_line_with_no_helper_left
     assert left == []
 
 
+def test_ctrl_c_while_the_libraries_load_is_one_line(monkeypatch, capsys):
+    import securefl.cli as cli
+
+    # Arrange: Ctrl-C lands while the commands (and torch) are being imported
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    # Act
+    code = cli.main(["run", "stfl"])
+    # Assert
+    assert code == 130 and capsys.readouterr().err == "securefl: interrupted\n"
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["stfl"], "passive party 'passive': VAE pretraining diverged"),
     (["he-vfl", "--he", "ckks"], "passive party 'passive', step 2: |value|"),

@@ -1,5 +1,6 @@
 """Module-level role functions, so spawned processes can import them."""
 
+import signal
 import time
 
 import numpy as np
@@ -41,3 +42,8 @@ def waits_for_quitter(transport):
 
 def waits_briefly(transport):
     return transport.recv("silent", RING, timeout=1.0)
+
+
+def sigint_blocked(transport):
+    """Whether this party's process blocks SIGINT (the launcher answers Ctrl-C)."""
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])

@@ -31,6 +31,16 @@ def test_same_role_code_gives_same_result_on_both_backends():
     assert local.bytes == remote.bytes
 
 
+def test_party_processes_leave_ctrl_c_to_the_launcher():
+    import signal
+
+    # Act
+    run = run_parties({"a": roles.sigint_blocked, "b": roles.sigint_blocked}, backend="torch", timeout=60)
+    # Assert: SIGINT is blocked in each party, and no longer in the launcher once they started
+    assert run.results == {"a": True, "b": True}
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
 def test_error_in_one_process_is_reraised_in_the_caller():
     with pytest.raises(KeyError, match="on purpose"):
         run_parties({"fails": roles.fails, "waits": roles.waits}, backend="torch", timeout=60)
