@@ -39,7 +39,7 @@ from protocols.codec import Tag
 from protocols.errors import EncodingOverflowError, InputError, ProtocolError
 from protocols.interactive import InteractiveConfig, PassiveInteractive
 from protocols.psi import psi_active, psi_passive
-from protocols.transport import Transport, run_parties
+from protocols.transport import Transport, relayed, run_parties
 from securefl.data import PartyTable, VerticalSplit
 from securefl.runtime import binary_metrics, resolve_device
 from securefl.runtime import validation as check
@@ -230,13 +230,13 @@ def run_he_vfl(split: VerticalSplit, config: HEVFLConfig | None = None, *,
         raise InputError(f"HE-VFL takes exactly one passive party; dataset {split.dataset.name!r} has "
                          f"{len(split.dataset.passive)}")
     active, passive = split.dataset.active, split.dataset.passive[0]
-    quiet = replace(config, progress=None)  # a callback cannot cross into another process
-    run = run_parties(
-        {active.name: he_vfl_active, passive.name: he_vfl_passive}, backend=backend,
-        kwargs={active.name: {"passive": passive.name, "table": active, "train_ids": split.train_ids,
-                              "test_ids": split.test_ids,
-                              "config": config if backend == "inprocess" else quiet},
-                passive.name: {"active": active.name, "table": passive, "config": quiet}})
+    quiet = replace(config, progress=None)
+    with relayed(config.progress, backend) as progress:  # the bar is the active party's
+        run = run_parties(
+            {active.name: he_vfl_active, passive.name: he_vfl_passive}, backend=backend,
+            kwargs={active.name: {"passive": passive.name, "table": active, "train_ids": split.train_ids,
+                                  "test_ids": split.test_ids, "config": replace(config, progress=progress)},
+                    passive.name: {"active": active.name, "table": passive, "config": quiet}})
     result = dict(run.results[active.name])
     result.update(dataset=split.dataset.name, seed=config.seed, device=config.device,
                   seconds=run.seconds, bytes=run.bytes,

@@ -30,7 +30,7 @@ import numpy as np
 
 from protocols.channels import SecAggConfig
 from protocols.errors import InputError
-from protocols.transport import Transport, run_parties
+from protocols.transport import Transport, relayed, run_parties
 from securefl.algorithms.chfl_local import HEADS, ClientModels
 from securefl.algorithms.training import intra_op_threads
 from securefl.data.chfl_partition import CHFLPartition, ClientData
@@ -167,9 +167,10 @@ def _client_report(name: str, models: ClientModels, start: float, train_s: list[
             "average_seconds": average_s, "bytes_sent": bytes_sent, "seconds": time.perf_counter() - start}
 
 
-def chfl_parties(partition: CHFLPartition, config: CHFLConfig, *, secure_agg: bool = True,
-                 local_progress: bool = True) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Roles and keyword arguments of the server and every client for :func:`run_parties`."""
+def chfl_parties(partition: CHFLPartition, config: CHFLConfig, *, secure_agg: bool = True
+                 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Roles and keyword arguments of the server and every client for :func:`run_parties`
+    (the first client reports progress)."""
     secagg = secagg_config(config, secure=secure_agg)
     names = [c.name for c in partition.clients]
     quiet = replace(config, progress=None)
@@ -177,7 +178,7 @@ def chfl_parties(partition: CHFLPartition, config: CHFLConfig, *, secure_agg: bo
     kwargs: dict[str, dict[str, Any]] = {SERVER: {"clients": names, "rounds": config.rounds, "config": secagg}}
     for i, client in enumerate(partition.clients):
         kwargs[client.name] = {"server": SERVER, "data": client, "n_classes": partition.n_classes,
-                               "config": config if (i == 0 and local_progress) else quiet, "secagg": secagg}
+                               "config": config if i == 0 else quiet, "secagg": secagg}
     return roles, kwargs
 
 
@@ -212,8 +213,9 @@ def run_chfl(partition: CHFLPartition, config: CHFLConfig, *, secure_agg: bool =
     if not isinstance(config, CHFLConfig):
         raise InputError(f"run_chfl needs a CHFLConfig, got {type(config).__name__}")
     device = resolve_device(config.device)
-    roles, kwargs = chfl_parties(partition, config, secure_agg=secure_agg, local_progress=backend == "inprocess")
-    run = run_parties(roles, kwargs=kwargs, backend=backend, record=record, timeout=float(config.timeout))
+    with relayed(config.progress, backend) as progress:
+        roles, kwargs = chfl_parties(partition, replace(config, progress=progress), secure_agg=secure_agg)
+        run = run_parties(roles, kwargs=kwargs, backend=backend, record=record, timeout=float(config.timeout))
     clients = [run.results[c.name] for c in partition.clients]
     methods = summarize(clients)
     main = methods.get("chfl", methods["common"])

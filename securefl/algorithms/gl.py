@@ -17,7 +17,7 @@ Local (``scope="none"``: nothing federated, no server); see :mod:`baselines.gl_b
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from protocols.channels import SecAggConfig
 from protocols.errors import InputError
-from protocols.transport import Transport, run_parties
+from protocols.transport import Transport, relayed, run_parties
 from securefl.algorithms.training import intra_op_threads
 from securefl.data.gl_sets import ClientData
 from securefl.models.tabular import GLModel, TabularShape, count, paper_widths
@@ -264,18 +264,18 @@ def run_federated(clients: Sequence[ClientData], config: GLConfig, *, scope: str
                   n_classes: int | None = None, record: bool = False) -> dict[str, Any]:
     """Run every client (and the averaging server unless ``scope="none"``); the raw per-party results."""
     check_clients(clients, config)
-    quiet = GLConfig(**{f.name: getattr(config, f.name) for f in fields(config) if f.name != "progress"})
+    quiet = replace(config, progress=None)  # the first client reports progress
     roles: dict[str, Any] = {c.name: gl_client for c in clients}
     kwargs: dict[str, dict[str, Any]] = {
-        c.name: {"data": c, "scope": scope, "n_classes": n_classes,
-                 "config": config if (i == 0 and backend == "inprocess") else quiet}
-        for i, c in enumerate(clients)}
+        c.name: {"data": c, "scope": scope, "n_classes": n_classes, "config": quiet} for c in clients}
     if scope != "none" and config.rounds() > 0:  # one epoch without final_average sends nothing
         roles[SERVER] = averaging_server
         kwargs[SERVER] = {"clients": [c.name for c in clients], "rounds": config.rounds(), "config": config.secagg()}
     if len(roles) < 2:
         raise InputError("a run needs at least two parties")
-    run = run_parties(roles, kwargs=kwargs, backend=backend, timeout=config.stage_timeout, record=record)
+    with relayed(config.progress, backend) as progress:
+        kwargs[clients[0].name]["config"] = replace(config, progress=progress)
+        run = run_parties(roles, kwargs=kwargs, backend=backend, timeout=config.stage_timeout, record=record)
     return {"run": run, "clients": [run.results[c.name] for c in clients],
             "round_seconds": run.results.get(SERVER, {}).get("round_seconds", [])}
 

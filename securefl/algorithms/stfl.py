@@ -35,7 +35,7 @@ from protocols.channels import SecureChannel
 from protocols.codec import Tag
 from protocols.errors import InputError, ProtocolError
 from protocols.psi import psi_active, psi_passive
-from protocols.transport import Transport, run_parties
+from protocols.transport import Transport, relayed, run_parties
 from securefl.algorithms.training import (MethodResult, TrainConfig, as_tensor, binary_labels,
                                           device_generator, fit_vae, intra_op_threads,
                                           train_and_evaluate)
@@ -195,20 +195,17 @@ def stfl_active(transport: Transport, *, passive: Sequence[str], table: PartyTab
     }
 
 
-def stfl_parties(split: VerticalSplit, config: STFLConfig, *, local_progress: bool = True
-                 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def stfl_parties(split: VerticalSplit, config: STFLConfig) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The roles and keyword arguments of every party for :func:`run_parties`.
 
-    Passive parties never get the progress callback; the active party gets it only
-    when ``local_progress`` (a callback cannot cross into another process).
+    Passive parties never get the progress callback; the active party gets ``config``'s.
     """
     ds = split.dataset
     quiet = replace(config, progress=None)
     roles: dict[str, Any] = {ds.active.name: stfl_active, **{p.name: stfl_passive for p in ds.passive}}
     kwargs: dict[str, dict[str, Any]] = {
         ds.active.name: {"passive": [p.name for p in ds.passive], "table": ds.active,
-                         "train_ids": split.train_ids, "test_ids": split.test_ids,
-                         "config": config if local_progress else quiet},
+                         "train_ids": split.train_ids, "test_ids": split.test_ids, "config": config},
         **{p.name: {"active": ds.active.name, "table": p, "config": quiet} for p in ds.passive},
     }
     return roles, kwargs
@@ -219,8 +216,9 @@ def run_stfl(split: VerticalSplit, config: STFLConfig, *, backend: str = "inproc
     if not isinstance(config, STFLConfig):
         raise InputError(f"run_stfl needs an STFLConfig, got {type(config).__name__}")
     device = resolve_device(config.device)
-    roles, kwargs = stfl_parties(split, config, local_progress=backend == "inprocess")
-    run = run_parties(roles, kwargs=kwargs, backend=backend)
+    with relayed(config.progress, backend) as progress:
+        roles, kwargs = stfl_parties(split, replace(config, progress=progress))
+        run = run_parties(roles, kwargs=kwargs, backend=backend)
     ds = split.dataset
     active = run.results[ds.active.name]
     passive = [run.results[p.name] for p in ds.passive]

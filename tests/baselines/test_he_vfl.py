@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -101,11 +102,14 @@ def test_max_steps_and_progress() -> None:
 def test_roles_run_in_separate_processes() -> None:
     split = tiny_split(rows=40)
     config = HEVFLConfig(he="paillier", epochs=1, batch_size=8, **TINY, **SMALL_KEYS)
+    ticks: list[tuple[int, int]] = []
 
-    result = run_he_vfl(split, config, backend="torch")
+    result = run_he_vfl(split, replace(config, progress=lambda done, total: ticks.append((done, total))),
+                        backend="torch")
     inprocess = run_he_vfl(split, config)
 
     assert result["metrics"] == inprocess["metrics"]
+    assert ticks == [(1, 1)]  # the active party's progress, relayed from its process
 
 
 @pytest.mark.parametrize("kwargs", [dict(he="rsa"), dict(he="paillier", key_bits=512),

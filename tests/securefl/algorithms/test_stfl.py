@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -197,10 +199,13 @@ def test_run_stfl_needs_an_stfl_config():
 def test_runs_unchanged_on_the_torch_backend_with_two_passive_parties():
     split = stfl_split(synthetic(n=120, passive_features=(4, 4)), seed=0)
     config = STFLConfig(epochs=3, vae_epochs=3, batch_size=32, seed=5)
+    ticks: list[tuple[int, int]] = []
 
-    remote = run_stfl(split, config, backend="torch")
+    remote = run_stfl(split, replace(config, progress=lambda done, total: ticks.append((done, total))),
+                      backend="torch")
     local = run_stfl(split, config)
 
     assert remote["settings"]["backend"] == "torch"
+    assert ticks == [(1, 3), (2, 3), (3, 3)]  # the active party's epochs, relayed from its process
     assert remote["parties"]["active"]["loss"] == pytest.approx(local["parties"]["active"]["loss"], rel=1e-5)
     assert remote["bytes_per_party"]["passive1"] > 0 and remote["bytes_per_party"]["passive2"] > 0
