@@ -34,7 +34,8 @@ from typing import Any, Callable, Sequence
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
 from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata,
-                               read_result, write_json, write_text, writable)
+                               read_result, run_main, writable, write_json, write_text)
+from benchmarks.pool import map_jobs
 from protocols.errors import InputError
 from protocols.lifecycle import die_with_parent
 
@@ -250,9 +251,7 @@ def _init_worker() -> None:
 
 def run_all(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
     """Run ``jobs`` on ``cfg.workers`` processes (in this process when 1), printing each as it ends."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    def show(out: dict[str, Any]) -> dict[str, Any]:
+    def show(out: dict[str, Any], *_: int) -> dict[str, Any]:
         j = out["job"]
         print(f"{j['experiment']} {j['dataset']} K={j['n_clients']} ratio={j['ratio']} split={j['feature_seed']}"
               f" run={j['seed']}: " + ", ".join(f"{m} {a:.4f}" for m, a in out["accuracy"].items())
@@ -263,10 +262,8 @@ def run_all(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
         return [show(run_job(j, cfg)) for j in jobs]
     import multiprocessing
 
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(cfg.workers, mp_context=context, initializer=_init_worker) as pool:
-        futures = [pool.submit(run_job, j, cfg) for j in jobs]
-        return [show(f.result()) for f in futures]
+    return map_jobs(run_job, [(j, cfg) for j in jobs], workers=cfg.workers, initializer=_init_worker,
+                    mp_context=multiprocessing.get_context("spawn"), on_done=show)
 
 
 def render(report: dict[str, Any], cfg: Config) -> None:
@@ -315,4 +312,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main, "benchmarks.chfl"))

@@ -38,8 +38,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.chfl_merge import stored_runs
-from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, metadata, read_result, write_json,
-                               write_text, writable)
+from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, metadata, read_result, run_main,
+                               writable, write_json, write_text)
 from protocols.errors import InputError
 
 DATASETS = ("covertype", "digits")
@@ -263,4 +263,4 @@ def render(report: dict[str, Any], cfg: Config) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main, "benchmarks.chfl_reference"))

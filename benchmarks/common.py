@@ -13,9 +13,10 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Collection, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 RESULTS_PATH = "benchmarks/results"
 """Where results live, relative to the repository root."""
@@ -138,6 +139,19 @@ def metadata(*, settings: dict[str, Any], quick: bool, device: str = "cpu",
         "settings": settings,
         "command": " ".join(["python -m", *(argv or [])]) if argv else None,
     }
+
+
+def run_main(main: Callable[[], int | None], name: str) -> int:
+    """``main()``'s exit status, with Ctrl-C ending in one line and status 130.
+
+    A benchmark writes its files (atomically) only after its last job, so an interrupted
+    run leaves every result file as it was; the line says so.
+    """
+    try:
+        return int(main() or 0)
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted; no result file was written", file=sys.stderr)
+        return 130
 
 
 def write_json(path: str | os.PathLike, obj: dict[str, Any]) -> Path:

@@ -28,7 +28,6 @@ import argparse
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -37,11 +36,12 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import dataset_names, device_name, metadata, write_json, write_text, writable
+from benchmarks.common import dataset_names, device_name, metadata, run_main, writable, write_json, write_text
 from benchmarks.gl_merge import (METHODS, check_previous, complete_seeds, load_result, preflight, reused_runs,
                                  upgrade)
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
                                   render, table2)
+from benchmarks.pool import map_jobs
 from protocols.channels import SecAggConfig
 from protocols.errors import SecureFLError
 from protocols.lifecycle import die_with_parent
@@ -115,12 +115,10 @@ def run_jobs(name: str, seeds: Sequence[int], config: GLConfig, args: argparse.N
     jobs = [(name, m, s, config, args.data_dir) for s in seeds for m in METHODS[name] if (m, s) not in skip]
     if not jobs:
         return []
-    with ProcessPoolExecutor(max_workers=args.workers, initializer=die_with_parent) as pool:
-        futures = [pool.submit(run_job, *job) for job in jobs]
-        for done, future in enumerate(as_completed(futures), 1):
-            r = future.result()
-            print(f"  {name} {r['method']} seed {r['seed']}: {r['seconds']:.0f} s ({done}/{len(jobs)})", flush=True)
-        return [f.result() for f in futures]
+    def show(r: dict[str, Any], done: int, total: int) -> None:
+        print(f"  {name} {r['method']} seed {r['seed']}: {r['seconds']:.0f} s ({done}/{total})", flush=True)
+
+    return map_jobs(run_job, jobs, workers=args.workers, initializer=die_with_parent, on_done=show)
 
 
 def summarise(name: str, runs: list[dict[str, Any]], config: GLConfig, args: argparse.Namespace) -> dict[str, Any]:
@@ -283,4 +281,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main, "benchmarks.gl"))

@@ -27,7 +27,8 @@ import numpy as np
 import phe
 import tenseal as ts
 
-from benchmarks.common import markdown_header, markdown_table, metadata, write_json, write_text, writable
+from benchmarks.common import (markdown_header, markdown_table, metadata, run_main, writable, write_json,
+                               write_text)
 from protocols.errors import InputError
 from protocols.he import EncryptedArray, SecretContext, make_he
 from securefl.runtime import validation as check
@@ -241,4 +242,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(run_main(main, "benchmarks.he"))

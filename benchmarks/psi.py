@@ -28,7 +28,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import markdown_header, markdown_table, metadata, write_json, write_text, writable
+from benchmarks.common import (markdown_header, markdown_table, metadata, run_main, writable, write_json,
+                               write_text)
 from protocols.psi import intersect
 
 DEFAULT_SIZES = (100_000, 1_000_000)
@@ -214,4 +215,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main, "benchmarks.psi"))

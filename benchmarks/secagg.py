@@ -24,7 +24,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import RESULTS_DIR, markdown_header, markdown_table, metadata, write_json, write_text, writable
+from benchmarks.common import (RESULTS_DIR, markdown_header, markdown_table, metadata, run_main, writable,
+                               write_json, write_text)
 from protocols.channels import SecAggConfig, secagg_client, secagg_server
 from protocols.channels.crypto import new_seed
 from protocols.channels.prg import PRGS, MaskAccumulator
@@ -199,4 +200,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main, "benchmarks.secagg"))

@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, read_result,
-                               write_json, write_text, writable)
+from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata,
+                               read_result, run_main, writable, write_json, write_text)
 
 DATASETS = ("breast", "default_credit", "give_credit")
 PAPER_NAMES = {"breast": "cancer", "default_credit": "payment", "give_credit": "credit"}
@@ -237,5 +237,4 @@ def render(report: dict[str, Any], cfg: Config) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
-
+    raise SystemExit(run_main(main, "benchmarks.stfl"))

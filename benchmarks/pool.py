@@ -1,0 +1,46 @@
+"""Benchmark jobs over worker processes, stoppable with one Ctrl-C.
+
+``ProcessPoolExecutor`` on its own does not stop on Ctrl-C: the interrupt reaches every
+worker too, a job that catches it returns it as its result, and leaving the pool's
+``with`` block waits for every queued job, which for a full benchmark is hours. Here the
+workers start with SIGINT blocked (:func:`protocols.lifecycle.ctrl_c_stays_here`), and
+when the caller is interrupted (or a job fails) the queued jobs are cancelled and the
+workers are ended instead of awaited. The workers also end with their launcher
+(:func:`protocols.lifecycle.die_with_parent`, called by the ``initializer``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, Callable, Sequence
+
+from protocols.lifecycle import ctrl_c_stays_here
+
+
+def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, initializer: Callable[[], None],
+             mp_context: Any = None, on_done: Callable[[Any, int, int], None] | None = None) -> list[Any]:
+    """``fn(*job)`` for every job on ``workers`` processes; the results in job order.
+
+    ``on_done(result, done, total)`` is called in this process as each job ends. The
+    first job error is raised here, after the other jobs are cancelled or ended.
+    """
+    pool = ProcessPoolExecutor(workers, mp_context=mp_context, initializer=initializer)
+    try:
+        with ctrl_c_stays_here():  # the workers start (at submit) without a SIGINT of their own
+            futures = [pool.submit(fn, *job) for job in jobs]
+        for done, future in enumerate(as_completed(futures), 1):
+            result = future.result()  # the first failure stops the rest here
+            if on_done is not None:
+                on_done(result, done, len(futures))
+        return [f.result() for f in futures]
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in multiprocessing.active_children():  # the pool's workers: a benchmark starts no others
+            worker.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+__all__ = ["map_jobs"]

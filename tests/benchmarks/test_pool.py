@@ -1,0 +1,61 @@
+"""benchmarks.pool: jobs over worker processes that one Ctrl-C (or one failed job) stops."""
+
+import signal
+import time
+
+import pytest
+
+from benchmarks.common import run_main
+from benchmarks.pool import map_jobs
+from protocols.lifecycle import die_with_parent
+
+
+def square(x: int) -> int:
+    return x * x
+
+
+def sigint_blocked() -> bool:
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def fail_or_sleep(seconds: float) -> float:
+    if seconds == 0:
+        raise ValueError("job failed on purpose")
+    time.sleep(seconds)
+    return seconds
+
+
+def test_results_come_in_job_order_and_each_end_is_reported():
+    seen: list[tuple[int, int, int]] = []
+
+    out = map_jobs(square, [(n,) for n in range(6)], workers=2, initializer=die_with_parent,
+                   on_done=lambda r, done, total: seen.append((r, done, total)))
+
+    assert out == [0, 1, 4, 9, 16, 25]
+    assert sorted(r for r, _, _ in seen) == out and [d for _, d, _ in seen] == list(range(1, 7))
+    assert {t for _, _, t in seen} == {6}
+
+
+def test_workers_leave_ctrl_c_to_the_benchmark():
+    assert map_jobs(sigint_blocked, [(), ()], workers=2, initializer=die_with_parent) == [True, True]
+    assert not sigint_blocked()  # the caller's own block is lifted again
+
+
+def test_a_failed_job_ends_the_others_instead_of_waiting_for_them():
+    # Arrange: one job fails at once; the others would sleep for a minute each
+    jobs = [(0,), (60,), (60,), (60,)]
+    start = time.monotonic()
+    # Act
+    with pytest.raises(ValueError, match="on purpose"):
+        map_jobs(fail_or_sleep, jobs, workers=2, initializer=die_with_parent)
+    # Assert: neither the running sleeper nor the queued ones were awaited
+    assert time.monotonic() - start < 30
+
+
+def test_ctrl_c_in_a_benchmark_is_one_line_and_status_130(capsys):
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    assert run_main(interrupted, "benchmarks.x") == 130
+    assert capsys.readouterr().err == "benchmarks.x: interrupted; no result file was written\n"
+    assert run_main(lambda: 3, "benchmarks.x") == 3
