@@ -26,8 +26,10 @@ SWITCH_INTERVAL = 0.0005
 """GIL switch interval (seconds) while in-process parties run: see :func:`gil_handoff`."""
 JOIN_POLL = 0.1
 """Seconds between the caller's looks for a signal while it waits on party threads."""
-STOP_GRACE = 15.0
-"""Seconds an interrupted run waits for its parties to stop before it lets the interrupt go on."""
+STOP_GRACE = 3.0
+"""Seconds an interrupted run waits for its parties to stop before it lets the interrupt go on:
+ample for a party to finish a native HE step and reach its next message. A party busy for
+longer (PSI blinding in a process pool) waits in Python, which interpreter exit handles."""
 
 
 @dataclass
