@@ -46,7 +46,11 @@ def ctrl_c_stays_here() -> Iterator[None]:
     race its launcher, which ends it anyway. SIGINT is blocked in the calling thread for the
     body; children inherit the block, and it survives ``exec``. In the launcher a Ctrl-C
     meanwhile goes to another thread, or waits until the block lifts: it is not lost.
+    POSIX only; elsewhere (no ``pthread_sigmask``) the body runs as is.
     """
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
     before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield

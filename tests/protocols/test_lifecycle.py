@@ -77,3 +77,25 @@ def test_workers_end_when_the_process_that_started_them_is_killed(tmp_path, kind
     while _alive(worker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(worker)
+
+
+def test_ctrl_c_stays_here_blocks_sigint_for_the_body_only(monkeypatch):
+    import signal
+
+    from protocols import lifecycle
+
+    def blocked() -> bool:
+        return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    # Act / Assert: blocked inside, as before outside, even when the body raises
+    with pytest.raises(RuntimeError):
+        with lifecycle.ctrl_c_stays_here():
+            assert blocked()
+            raise RuntimeError("body failed")
+    assert not blocked()
+    # where the platform has no pthread_sigmask the body still runs
+    monkeypatch.delattr(signal, "pthread_sigmask")
+    ran = []
+    with lifecycle.ctrl_c_stays_here():
+        ran.append(True)
+    assert ran == [True]
