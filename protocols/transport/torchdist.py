@@ -27,6 +27,9 @@ from protocols.lifecycle import ctrl_c_stays_here, die_with_parent
 from protocols.transport.base import DEFAULT_TIMEOUT, Transport
 
 _CLOSE = -1
+_ARRIVED = "securefl/arrived"  # rendezvous counter: each party adds 1 once its store is up
+_CONNECT_TRY = 1.0  # seconds of one attempt to reach the rendezvous store
+_POLL = 0.1  # seconds between looks at the rendezvous counter
 MAX_FRAME_BYTES = 1 << 34
 # The gloo group's own timeout bounds every blocking recv, including an idle
 # receiver thread's; waits for messages are bounded by the mailbox instead.
@@ -75,13 +78,19 @@ class TorchDistTransport(Transport):
             thread.start()
 
     def _rendezvous(self, host: str, port: int, connect_timeout: float) -> None:
-        """Join the process group; a peer that never comes or a busy port is one clear error."""
+        """Join the process group; a peer that never comes or a busy port is one clear error.
+
+        torch's own waits for peers (in ``TCPStore``) hold the GIL, so Ctrl-C would go
+        unanswered until they time out. Here every wait for a peer is a short call in a
+        Python loop (see :func:`_connect` and :func:`_await_parties`).
+        """
+        deadline = time.monotonic() + connect_timeout
         try:
-            store = dist.TCPStore(host, port, len(self.parties), is_master=self.rank == 0,
-                                  timeout=_dt.timedelta(seconds=connect_timeout))
+            store = _connect(host, port, len(self.parties), self.rank == 0, deadline)
+            _await_parties(store, len(self.parties), deadline)
             dist.init_process_group("gloo", store=store, rank=self.rank, world_size=len(self.parties),
                                     timeout=_GROUP_TIMEOUT)
-        except RuntimeError as exc:  # torch's DistNetworkError / DistStoreError, gloo's own
+        except (RuntimeError, TimeoutError) as exc:  # torch's DistNetworkError / DistStoreError, gloo's own
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             where = f"party {self.name!r}: rendezvous at {host}:{port} failed: {reason}"
             if "timed out" in reason.lower():
@@ -154,6 +163,37 @@ def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, 
         results.put((name, "ok", value, transport.meter.to_dict(), transport.log if record else []))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
         results.put((name, "error", _portable(exc), None, []))
+
+
+def _connect(host: str, port: int, parties: int, is_master: bool, deadline: float) -> Any:
+    """The rendezvous store: rank 0 serves it at once; the others try to reach it one
+    second at a time (Ctrl-C is answered between tries) until ``deadline``."""
+    if is_master:
+        return dist.TCPStore(host, port, parties, is_master=True, wait_for_workers=False,
+                             timeout=_dt.timedelta(seconds=max(deadline - time.monotonic(), 1.0)))
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            store = dist.TCPStore(host, port, parties, is_master=False,
+                                  timeout=_dt.timedelta(seconds=min(max(left, 0.1), _CONNECT_TRY)))
+        except RuntimeError as exc:
+            if "timed out" not in str(exc):
+                raise  # not a peer that is late (e.g. a host that does not resolve): say so now
+            if left <= _CONNECT_TRY:
+                raise TimeoutError("timed out: no party listens there") from None
+            continue
+        store.set_timeout(_dt.timedelta(seconds=max(left, 1.0)))
+        return store
+
+
+def _await_parties(store: Any, parties: int, deadline: float) -> None:
+    """Count this party in and wait, in short sleeps, until every party has."""
+    arrived = store.add(_ARRIVED, 1)
+    while arrived < parties:
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out waiting for the other parties: {arrived}/{parties} joined")
+        time.sleep(_POLL)
+        arrived = store.add(_ARRIVED, 0)
 
 
 def _portable(exc: BaseException) -> BaseException:

@@ -124,3 +124,35 @@ def test_a_peer_that_never_joins_is_one_line_and_writes_nothing(tmp_path, two_pa
     assert done.returncode == 3 and len(err) == 1, done.stderr
     assert f"party '{role}': rendezvous at 127.0.0.1:{port} failed" in err[0] and "allow more than 1 s" in err[0]
     assert not (tmp_path / "net").exists()
+
+
+@pytest.mark.multiprocess
+def test_ctrl_c_while_the_server_waits_for_its_peer_is_answered_at_once(tmp_path, two_parties):
+    import os
+    import signal
+    import socket
+    import time
+
+    # Arrange: a server whose peer never comes, allowed to wait a minute
+    left, _ = two_parties
+    port = free_port()
+    cmd = [sys.executable, "-m", "securefl", "psi", str(left), "--id-column", "id", "--out", str(tmp_path / "net"),
+           "--peer", f"127.0.0.1:{port}", "--timeout", "60", "--role", "server"]
+    proc = subprocess.Popen(cmd, start_new_session=True, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    for _ in range(600):  # until its rendezvous store listens: it is waiting for the peer
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    time.sleep(0.5)
+    # Act: Ctrl-C long before the minute is up
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        err = proc.communicate(timeout=20)[1].decode()
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("the waiting server did not answer Ctrl-C within 20 s")
+    # Assert
+    assert proc.returncode == 130 and err.strip().splitlines() == ["securefl psi: interrupted"]
