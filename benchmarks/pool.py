@@ -35,12 +35,11 @@ def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, ini
                 on_done(result, done, len(futures))
         return [f.result() for f in futures]
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
         for worker in multiprocessing.active_children():  # the pool's workers: a benchmark starts no others
             worker.terminate()
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)  # after an error: the queue is dropped, no worker is left
 
 
 __all__ = ["map_jobs"]

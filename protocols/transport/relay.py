@@ -34,8 +34,7 @@ class Relay:
 
     def _forward(self) -> None:
         while (args := self._queue.get()) is not _DONE:
-            if self._callback is not None:
-                self._callback(*args)
+            self._callback(*args)
 
     @contextmanager
     def forwarding(self) -> Iterator[Relay]:
