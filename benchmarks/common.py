@@ -155,16 +155,14 @@ def run_main(main: Callable[[], int | None], name: str) -> int:
 
 
 def write_json(path: str | os.PathLike, obj: dict[str, Any]) -> Path:
-    """Write ``obj`` as JSON atomically (a reader never sees half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-        json.dump(obj, fh, indent=2, sort_keys=False)
-        fh.write("\n")
-        tmp = fh.name
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
+    """Write ``obj`` as strict JSON, atomically (a reader never sees half a file).
+
+    A nan or inf (a 95% CI over one seed, the AUROC of a one-class test set) is written as
+    ``null``, as the CLI does: ``NaN`` is not JSON, and jq or a JavaScript reader rejects it.
+    """
+    from securefl.results import write_json_atomically
+
+    return write_json_atomically(path, obj)
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:

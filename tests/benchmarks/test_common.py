@@ -2,13 +2,14 @@
 (pool workers that end with their benchmark: tests/protocols/test_lifecycle.py)."""
 
 import argparse
+import json
 import subprocess
 
 import pytest
 import torch
 
 from benchmarks import chfl, gl, stfl
-from benchmarks.common import dataset_names, device_name, git_commit, read_result
+from benchmarks.common import dataset_names, device_name, git_commit, read_result, write_json
 
 KNOWN = ("breast", "default_credit", "give_credit")
 
@@ -110,6 +111,17 @@ def test_read_result_accepts_its_own_and_older_unnamed_files(tmp_path):
     # Act / Assert
     assert read_result(named, "--merge", "stfl", {"datasets": list})["datasets"] == [1]
     assert read_result(unnamed, "--merge", "stfl", {"datasets": list}) == {"datasets": []}
+
+
+def test_result_files_are_strict_json_with_null_for_nan(tmp_path):
+    # Arrange: a 95% CI over one seed is nan, an unbounded ratio inf
+    result = {"ci95": float("nan"), "runs": [{"auroc": float("inf")}, {"auroc": 0.5}]}
+    # Act
+    path = write_json(tmp_path / "r.json", result)
+    # Assert: a strict parser (no NaN, as jq or JavaScript) reads it
+    text = path.read_text()
+    strict = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert strict == {"ci95": None, "runs": [{"auroc": None}, {"auroc": 0.5}]}
 
 
 @pytest.mark.parametrize("module", [stfl, chfl], ids=["stfl", "chfl"])
