@@ -97,6 +97,11 @@ class Mailbox:
             self._errors.setdefault(src, exc)
             self._cond.notify_all()
 
+    def failure(self, src: str) -> Exception | None:
+        """Why waits on ``src`` fail (it closed its transport, its link broke), or None."""
+        with self._cond:
+            return self._errors.get(src)
+
     def abort(self, exc: Exception) -> None:
         """Wake every waiter with ``exc``: the run is over."""
         with self._cond:

@@ -108,7 +108,9 @@ class TorchDistTransport(Transport):
                 dist.recv(length, src=src)
                 size = int(length.item())
                 if size == _CLOSE:
-                    self._mailbox.fail_peer(peer, PeerFailedError(f"party {peer!r} closed its transport"))
+                    self._mailbox.fail_peer(peer, PeerFailedError(
+                        f"party {peer!r} closed its transport (it finished, failed or was stopped;"
+                        " its own output says which)"))
                     return
                 if not 0 <= size <= MAX_FRAME_BYTES:
                     self._mailbox.fail_peer(peer, DecodeError(f"party {peer!r} announced a frame of {size} bytes"))
@@ -129,6 +131,9 @@ class TorchDistTransport(Transport):
     def _send_frame(self, dst: str, frame: bytes) -> None:
         if self._closed:
             raise ProtocolError(f"party {self.name!r} sent after closing its transport")
+        gone = self._mailbox.failure(dst)
+        if isinstance(gone, PeerFailedError):  # gloo would buffer the frame and report it sent
+            raise PeerFailedError(f"party {self.name!r} cannot send to {dst!r}: {gone}")
         self._send_raw(dst, len(frame), frame)
 
     def close(self, *, linger: float = 30.0) -> None:

@@ -116,9 +116,10 @@ def fit_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, config
 
 def fit_vae(vae: VAE, x: torch.Tensor, *, epochs: int, config: TrainConfig,
             generator: torch.Generator) -> list[float]:
-    """Pretrain ``vae`` on ``x`` with eq. 5; the reparameterisation noise comes from ``generator``."""
-    return fit(vae, lambda xb: vae.loss(xb, generator), (x,), epochs=epochs,
-               batch_size=config.batch_size, lr=config.lr, generator=generator, threads=config.threads)
+    """Pretrain ``vae`` on ``x`` with eq. 5; the reparameterisation noise comes from ``generator``.
+    ``config.progress``, if any, is called after each epoch."""
+    return fit(vae, lambda xb: vae.loss(xb, generator), (x,), epochs=epochs, batch_size=config.batch_size,
+               lr=config.lr, generator=generator, progress=config.progress, threads=config.threads)
 
 
 def predict_scores(model: nn.Module, x: torch.Tensor) -> np.ndarray:

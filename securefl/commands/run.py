@@ -20,6 +20,7 @@ from protocols.errors import InputError
 from securefl.data import stfl_split
 from securefl.commands.run_horizontal import (HORIZONTAL_METHODS, add_arguments, check_args, family,
                                               run_chfl_family, run_gl_family, summary_line)
+from securefl.commands import run_network
 from securefl.commands.run_options import check_scope
 from securefl.results import check_output, write_json_atomically
 
@@ -34,7 +35,8 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("run", help="train one method on one dataset",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                               epilog=f"example: {EXAMPLE}\n  own data: securefl run stfl --party-csv bank.csv"
-                                     f" shop.csv --id-column id --label y\n{HORIZONTAL_EXAMPLES}")
+                                     f" shop.csv --id-column id --label y\n{HORIZONTAL_EXAMPLES}\n"
+                                     f"  one party per machine: {run_network.EXAMPLE}")
     p.add_argument("method", choices=(*VERTICAL_METHODS, *HORIZONTAL_METHODS))
     data = p.add_mutually_exclusive_group()
     data.add_argument("--dataset", help="a registered dataset (default: breast_sklearn, bundled)")
@@ -56,6 +58,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--json", type=Path, help="write the result object here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_arguments(p)
+    run_network.add_arguments(p)
     p.set_defaults(handler=run, option_default=p.get_default)  # for check_scope: was an option set?
 
 
@@ -101,6 +104,7 @@ def _progress(args: argparse.Namespace, label: str) -> Callable[[int, int], None
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
     check_args(args)
+    run_network.check_args(args)
     if args.json:
         check_output(args.json, "--json")
     from securefl.data.registry import get_dataset
@@ -119,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     args.epochs = args.epochs or 100
     args.batch_size = args.batch_size or 128
+    if args.role is not None:
+        passive = args.role != args.parties[0]
+        progress = _progress(args, f"{args.role}: VAE" if passive else f"{args.role}: stfl")
+        return run_network.run_party(args, stfl_config(args, progress=None), progress)
     dataset = load_dataset(args)
     split = stfl_split(dataset, seed=args.seed, all_data=args.all_data)
     result = run_method(args.method, split, args)
@@ -132,6 +140,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def stfl_config(args: argparse.Namespace, *, progress: Callable[[int, int], None] | None) -> Any:
+    """The STFL (and Hierarchical, Centralized) settings the arguments give."""
+    from securefl.algorithms.stfl import STFLConfig
+
+    return STFLConfig(epochs=args.epochs, vae_epochs=args.vae_epochs or args.epochs, batch_size=args.batch_size,
+                      lr=args.lr, seed=args.seed, device=args.device, progress=progress)
+
+
 def run_method(method: str, split: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Build the method's config from the arguments and run it on ``split``."""
     progress = _progress(args, method)
@@ -141,9 +157,7 @@ def run_method(method: str, split: Any, args: argparse.Namespace) -> dict[str, A
         from baselines.he_vfl import HEVFLConfig, run_he_vfl
 
         return run_he_vfl(split, HEVFLConfig(he=args.he, **common), backend=args.backend)
-    from securefl.algorithms.stfl import STFLConfig
-
-    config = STFLConfig(vae_epochs=args.vae_epochs or args.epochs, **common)
+    config = stfl_config(args, progress=progress)
     if method == "stfl":
         from securefl.algorithms.stfl import run_stfl
 

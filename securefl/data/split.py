@@ -10,11 +10,12 @@ rows) the self-taught IDs join the training set instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
 from protocols.errors import InputError
-from securefl.data.vertical import VerticalDataset
+from securefl.data.vertical import PartyTable, VerticalDataset
 from securefl.runtime.seeds import SeedPlan
 
 STFL_FRACTIONS = (0.4, 0.4, 0.2)
@@ -36,26 +37,42 @@ class VerticalSplit:
         return np.array([i for i, v in enumerate(self.dataset.active.ids) if v in ids], dtype=np.int64)
 
 
+def split_ids(ids: Sequence[str], *, seed: int, fractions: tuple[float, float, float] = STFL_FRACTIONS,
+              owner: str = "the active party") -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The self-taught, train and test ID sets of the active party's ``ids``, reproducibly per ``seed``.
+
+    It needs nothing but the active party's own IDs, so a party running alone on its own
+    machine (``securefl run stfl --role``) draws the same split as a simulation of all parties.
+    """
+    if len(fractions) != 3 or any(f < 0 for f in fractions) or not np.isclose(sum(fractions), 1.0):
+        raise InputError(f"fractions must be three non-negative numbers summing to 1, got {fractions}")
+    values = np.array(ids, dtype=object)
+    order = SeedPlan(seed).numpy("split").permutation(len(values))
+    n_self = int(round(fractions[0] * len(values)))
+    n_train = int(round(fractions[1] * len(values)))
+    self_taught = frozenset(values[order[:n_self]])
+    train = frozenset(values[order[n_self:n_self + n_train]])
+    test = frozenset(values[order[n_self + n_train:]])
+    if not train or not test:
+        raise InputError(f"{owner}: {len(values)} labelled rows are too few to split {fractions} into"
+                         " non-empty train and test sets")
+    return self_taught, train, test
+
+
+def without_ids(table: PartyTable, ids: frozenset[str]) -> PartyTable:
+    """``table`` without the rows whose ID is in ``ids`` (row order kept)."""
+    return table.rows(np.array([i for i, v in enumerate(table.ids) if v not in ids], dtype=np.int64))
+
+
 def stfl_split(dataset: VerticalDataset, *, seed: int, fractions: tuple[float, float, float] = STFL_FRACTIONS,
                all_data: bool = False) -> VerticalSplit:
     """Split the active party's IDs into self-taught / train / test, reproducibly per ``seed``."""
-    if len(fractions) != 3 or any(f < 0 for f in fractions) or not np.isclose(sum(fractions), 1.0):
-        raise InputError(f"fractions must be three non-negative numbers summing to 1, got {fractions}")
-    ids = np.array(dataset.active.ids, dtype=object)
-    order = SeedPlan(seed).numpy("split").permutation(len(ids))
-    n_self = int(round(fractions[0] * len(ids)))
-    n_train = int(round(fractions[1] * len(ids)))
-    self_taught = frozenset(ids[order[:n_self]])
-    train = frozenset(ids[order[n_self:n_self + n_train]])
-    test = frozenset(ids[order[n_self + n_train:]])
-    if not train or not test:
-        raise InputError(f"dataset {dataset.name!r}: {len(ids)} labelled rows are too few to split"
-                         f" {fractions} into non-empty train and test sets")
+    self_taught, train, test = split_ids(dataset.active.ids, seed=seed, fractions=fractions,
+                                         owner=f"dataset {dataset.name!r}")
     if all_data:
         train, kept = train | self_taught, dataset.active
     else:
-        keep = np.array([i for i, v in enumerate(dataset.active.ids) if v not in self_taught], dtype=np.int64)
-        kept = dataset.active.rows(keep)
+        kept = without_ids(dataset.active, self_taught)
     active_only = VerticalDataset(name=dataset.name, active=kept, passive=dataset.passive,
                                   n_classes=dataset.n_classes, description=dataset.description,
                                   notes=dataset.notes)

@@ -47,3 +47,10 @@ def waits_briefly(transport):
 def sigint_blocked(transport):
     """Whether this party's process blocks SIGINT (the launcher answers Ctrl-C)."""
     return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def sends_late(transport):
+    """Sends to "quits" after it has surely closed its transport."""
+    time.sleep(3.0)
+    transport.send("quits", RING, v=np.zeros(1))
+    return "sent"

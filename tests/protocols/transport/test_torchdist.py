@@ -56,6 +56,12 @@ def test_peer_that_closed_its_transport_fails_the_wait_at_once():
         run_parties({"quits": roles.quits, "waiter": roles.waits_for_quitter}, backend="torch")
 
 
+def test_sending_to_a_peer_that_closed_its_transport_fails_instead_of_vanishing():
+    # gloo would buffer the frame and report it sent, to a party that will never read it
+    with pytest.raises(PeerFailedError, match="'sender' cannot send to 'quits'"):
+        run_parties({"quits": roles.quits, "sender": roles.sends_late}, backend="torch", timeout=60)
+
+
 @pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", "host:abc", ":80"])
 def test_bad_addresses_give_one_line_errors(text):
     with pytest.raises(InputError, match="HOST:PORT|invalid port"):
