@@ -125,8 +125,9 @@ def run(args: argparse.Namespace) -> int:
     args.batch_size = args.batch_size or 128
     if args.role is not None:
         passive = args.role != args.parties[0]
-        progress = _progress(args, f"{args.role}: VAE" if passive else f"{args.role}: stfl")
-        return run_network.run_party(args, stfl_config(args, progress=None), progress)
+        label = "VAE" if passive and args.method == "stfl" else args.method
+        progress = _progress(args, f"{args.role}: {label}")
+        return run_network.run_party(args, method_config(args.method, args, progress=None), progress)
     dataset = load_dataset(args)
     split = stfl_split(dataset, seed=args.seed, all_data=args.all_data)
     result = run_method(args.method, split, args)
@@ -140,24 +141,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def stfl_config(args: argparse.Namespace, *, progress: Callable[[int, int], None] | None) -> Any:
-    """The STFL (and Hierarchical, Centralized) settings the arguments give."""
+def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[int, int], None] | None) -> Any:
+    """The settings the arguments give: an HEVFLConfig for he-vfl, else an STFLConfig (which
+    Hierarchical and Centralized read too)."""
+    common = {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
+              "device": args.device, "progress": progress}
+    if method == "he-vfl":
+        from baselines.he_vfl import HEVFLConfig
+
+        return HEVFLConfig(he=args.he, **common)
     from securefl.algorithms.stfl import STFLConfig
 
-    return STFLConfig(epochs=args.epochs, vae_epochs=args.vae_epochs or args.epochs, batch_size=args.batch_size,
-                      lr=args.lr, seed=args.seed, device=args.device, progress=progress)
+    return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, **common)
 
 
 def run_method(method: str, split: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Build the method's config from the arguments and run it on ``split``."""
-    progress = _progress(args, method)
-    common = {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
-              "device": args.device, "progress": progress}
+    config = method_config(method, args, progress=_progress(args, method))
     if method == "he-vfl":
-        from baselines.he_vfl import HEVFLConfig, run_he_vfl
+        from baselines.he_vfl import run_he_vfl
 
-        return run_he_vfl(split, HEVFLConfig(he=args.he, **common), backend=args.backend)
-    config = stfl_config(args, progress=progress)
+        return run_he_vfl(split, config, backend=args.backend)
     if method == "stfl":
         from securefl.algorithms.stfl import run_stfl
 

@@ -1,14 +1,16 @@
-"""``securefl run stfl --role NAME --peer HOST:PORT``: one STFL party per process or machine.
+"""``securefl run stfl|he-vfl --role NAME --peer HOST:PORT``: one party per process or machine.
 
-Each organisation runs its own party with only its own CSV over torch.distributed
-(gloo). ``--parties`` names every party in the same order on every machine; the
+Each organisation runs its own party of STFL or HE-VFL with only its own CSV over
+torch.distributed (gloo). ``--parties`` names every party in the same order on every machine; the
 first is the active party (it holds ``--label`` and listens at ``--peer``), the
 others are passive. The active party draws the 40/40/20 split from its own IDs and
 ``--seed`` alone (:func:`securefl.data.split_ids`), so the parties need to agree on
 nothing else, and a run gives the same result as ``securefl run stfl --party-csv``
 with every file on one machine, the same names and the same seed. What crosses the
-network is what STFL sends in simulation: PSI messages, one channel handshake per
-passive party, and the passive parties' encrypted latents.
+network is what the method sends in simulation: for STFL, PSI messages, one channel
+handshake per passive party and the passive parties' encrypted latents; for HE-VFL
+(one passive party), PSI messages, the passive party's public HE context and the
+interactive layer's encrypted and masked traffic.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from typing import Any, Callable
 from protocols.errors import InputError
 from securefl.results import write_json_atomically
 
+NETWORK_METHODS = ("stfl", "he-vfl")
 DEFAULT_PARTIES = ("active", "passive")
+WAIT = 3600.0
+"""Seconds a party waits for one message when its method sets no limit (HE-VFL's passive party
+waits for the active party's PSI and setup before the first batch)."""
 LINGER_ON_FAILURE = 1.0
 """Seconds a failing or interrupted party waits for its peers' goodbyes: a passive party busy
 pretraining its VAE would otherwise hold an interrupted active party for the whole linger."""
@@ -31,7 +37,7 @@ EXAMPLE = ("securefl run stfl --party-csv hospital.csv --label y --role active -
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
-        "one party over the network (stfl; each machine gives only its own --party-csv)")
+        "one party over the network (stfl, he-vfl; each machine gives only its own --party-csv)")
     group.add_argument("--role", metavar="NAME", help="run only this party (one of --parties)")
     group.add_argument("--parties", metavar="LIST", type=_names, default=DEFAULT_PARTIES,
                        help="every party's name, comma-separated, the same on every machine; the first is"
@@ -53,8 +59,9 @@ def check_args(args: argparse.Namespace) -> None:
             if getattr(args, dest) != args.option_default(dest):
                 raise InputError(f"--{dest} needs --role NAME (one party over the network)")
         return
-    if args.method != "stfl":
-        raise InputError(f"--role runs one party of stfl; {args.method!r} runs only with every party here")
+    if args.method not in NETWORK_METHODS:
+        raise InputError(f"--role runs one party of {' or '.join(NETWORK_METHODS)}; {args.method!r} runs only"
+                         " with every party here")
     if not args.party_csv or len(args.party_csv) != 1:
         raise InputError("with --role, give this party's one CSV with --party-csv (other parties keep theirs)")
     if not args.peer:
@@ -62,6 +69,8 @@ def check_args(args: argparse.Namespace) -> None:
     names = args.parties
     if len(names) < 2 or not all(names) or len(set(names)) != len(names):
         raise InputError(f"--parties needs two or more distinct, non-empty names, got {','.join(names)!r}")
+    if args.method == "he-vfl" and len(names) != 2:
+        raise InputError(f"he-vfl has exactly one passive party: --parties names two, got {','.join(names)!r}")
     if args.role not in names:
         raise InputError(f"--role {args.role!r} is not in --parties ({','.join(names)})")
     if args.backend != "inprocess":
@@ -91,7 +100,7 @@ def load_own_table(args: argparse.Namespace) -> Any:
 
 
 def run_party(args: argparse.Namespace, config: Any, progress: Callable[[int, int], None] | None) -> int:
-    """Run this one party of STFL, print its line, write its ``--json``; exit status 0."""
+    """Run this one party of STFL or HE-VFL, print its line, write its ``--json``; exit status 0."""
     from dataclasses import replace
 
     from protocols.transport.torchdist import TorchDistTransport, parse_address
@@ -102,7 +111,7 @@ def run_party(args: argparse.Namespace, config: Any, progress: Callable[[int, in
     role, kwargs = _active_role(table, args) if active else _passive_role(table, args)
     start = time.perf_counter()
     transport = TorchDistTransport(args.role, args.parties, host=host, port=port,
-                                   timeout=config.timeout, connect_timeout=args.timeout)
+                                   timeout=getattr(config, "timeout", WAIT), connect_timeout=args.timeout)
     try:
         result = role(transport, config=replace(config, progress=progress), **kwargs)
     except BaseException:  # Ctrl-C or an error: tell the peers, but do not wait out theirs
@@ -117,15 +126,28 @@ def run_party(args: argparse.Namespace, config: Any, progress: Callable[[int, in
 
 
 def _active_role(table: Any, args: argparse.Namespace) -> tuple[Callable[..., dict], dict[str, Any]]:
-    from securefl.algorithms.stfl import stfl_active
+    """The active party's role and arguments: its rows less the self-taught ones (with
+    ``--all-data``, those join training instead), and its train and test IDs."""
     from securefl.data import split_ids, without_ids
 
-    self_taught, train, test = split_ids(table.ids, seed=args.seed, owner=f"{args.party_csv[0]}")
-    return stfl_active, {"passive": list(args.parties[1:]), "table": without_ids(table, self_taught),
-                         "train_ids": train, "test_ids": test}
+    self_taught, train, test = split_ids(table.ids, seed=args.seed, owner=str(args.party_csv[0]))
+    if args.all_data:
+        train, self_taught = train | self_taught, frozenset()
+    kwargs = {"table": without_ids(table, self_taught), "train_ids": train, "test_ids": test}
+    if args.method == "he-vfl":
+        from baselines.he_vfl import he_vfl_active
+
+        return he_vfl_active, {**kwargs, "passive": args.parties[1]}
+    from securefl.algorithms.stfl import stfl_active
+
+    return stfl_active, {**kwargs, "passive": list(args.parties[1:])}
 
 
 def _passive_role(table: Any, args: argparse.Namespace) -> tuple[Callable[..., dict], dict[str, Any]]:
+    if args.method == "he-vfl":
+        from baselines.he_vfl import he_vfl_passive
+
+        return he_vfl_passive, {"active": args.parties[0], "table": table}
     from securefl.algorithms.stfl import stfl_passive
 
     return stfl_passive, {"active": args.parties[0], "table": table}
@@ -136,26 +158,30 @@ def _report(args: argparse.Namespace, party: dict[str, Any], meter: Any, seconds
     """The party's result object. ``bytes`` is what this party sent and received: for the active
     party, the hub of every exchange, that is everything sent by all parties."""
     sent, received = meter.bytes_sent, meter.bytes_received
-    report = {"method": "stfl", "dataset": "csv", "seed": args.seed, "device": str(config.device),
-              "role": party["role"], "party": args.role, "parties": list(args.parties),
+    active = args.role == args.parties[0]
+    report = {**{k: v for k, v in party.items() if k not in ("party", "role", "seconds", "bytes_sent")},
+              "method": args.method, "dataset": "csv", "seed": args.seed, "device": str(config.device),
+              "role": "active" if active else "passive", "party": args.role, "parties": list(args.parties),
               "seconds": seconds, "bytes": sent + received, "bytes_sent": sent, "bytes_received": received,
-              "settings": {**config.settings(), "backend": "torch (network)", "peer": args.peer},
-              **{k: v for k, v in party.items() if k not in ("party", "role", "seconds", "bytes_sent")}}
-    if party["role"] == "active":
-        report["intersection_size"] = party["intersection"]
-    else:
+              "intersection_size": party.get("intersection_size", party.get("intersection")),
+              "settings": {**config.settings(), "all_data": args.all_data, "backend": "torch (network)",
+                           "peer": args.peer}}
+    if not active:
         report["metrics"] = {}  # a passive party learns no labels, so no metric
     return report
 
 
 def _line(args: argparse.Namespace, report: dict[str, Any]) -> str:
     tail = f"{report['seconds']:.2f} s | {report['bytes_sent']:,} bytes sent, {report['bytes_received']:,} received"
+    rows = report["intersection_size"]
     if report["role"] == "active":
         m = report["metrics"]
-        return (f"stfl on csv (seed {args.seed}), active party {args.role!r}: accuracy {m['accuracy']:.4f}"
-                f" | AUROC {m.get('auroc', float('nan')):.4f} | {report['intersection']} common rows | {tail}")
-    return (f"stfl passive party {args.role!r}: latents of {report['intersection']} common rows sent; VAE"
+        return (f"{args.method} on csv (seed {args.seed}), active party {args.role!r}: accuracy {m['accuracy']:.4f}"
+                f" | AUROC {m.get('auroc', float('nan')):.4f} | {rows} common rows | {tail}")
+    if args.method == "he-vfl":
+        return f"he-vfl passive party {args.role!r}: {report['steps']} training steps on {rows} common rows | {tail}"
+    return (f"stfl passive party {args.role!r}: latents of {rows} common rows sent; VAE"
             f" pretrained on {report['self_taught_rows']} self-taught rows | {tail}")
 
 
-__all__ = ["DEFAULT_PARTIES", "add_arguments", "check_args", "load_own_table", "run_party"]
+__all__ = ["DEFAULT_PARTIES", "NETWORK_METHODS", "add_arguments", "check_args", "load_own_table", "run_party"]

@@ -1,4 +1,4 @@
-"""``securefl run stfl --role``: one party per process with only its own CSV, equal to the simulation."""
+"""``securefl run stfl|he-vfl --role``: one party per process with only its own CSV, equal to the simulation."""
 
 import json
 import os
@@ -15,8 +15,8 @@ import pytest
 from protocols.transport.torchdist import free_port
 from securefl.cli import main
 
-RUN = [sys.executable, "-m", "securefl", "run", "stfl", "--epochs", "20", "--lr", "0.01", "--seed", "4",
-       "--no-progress"]
+SETTINGS = ["--epochs", "20", "--lr", "0.01", "--seed", "4", "--no-progress"]
+RUN = [sys.executable, "-m", "securefl", "run", "stfl", *SETTINGS]
 
 
 def _party_files(folder, passive=1):
@@ -36,40 +36,49 @@ def _party_files(folder, passive=1):
     return files
 
 
-def _start(files, names, folder, port):
+def _start(argv, files, names, folder, port):
     """One process per party, each given only its own file; the active party first."""
     procs = []
     for path, name in zip(files, names):
-        cmd = [*RUN, "--party-csv", str(path), "--role", name, "--parties", ",".join(names),
-               "--peer", f"127.0.0.1:{port}", "--timeout", "120", "--json", str(folder / f"{name}.json")]
+        cmd = [sys.executable, "-m", "securefl", "run", *argv, "--party-csv", str(path),
+               "--role", name, "--parties", ",".join(names), "--peer", f"127.0.0.1:{port}", "--timeout", "120",
+               "--json", str(folder / f"{name}.json")]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                       start_new_session=True))
     return procs
 
 
 @pytest.mark.multiprocess
-@pytest.mark.parametrize("passive", [1, 2])
-def test_one_party_per_process_gives_the_simulations_result(tmp_path, passive):
+@pytest.mark.parametrize("method_args, passive", [
+    (["stfl"], 1),
+    (["stfl"], 2),
+    (["he-vfl", "--he", "paillier", "--epochs", "2"], 1),  # exact fixed point: the masks cancel exactly
+    (["he-vfl", "--he", "paillier", "--epochs", "2", "--all-data"], 1),
+], ids=["stfl", "stfl-3-parties", "he-vfl", "he-vfl-all-data"])
+def test_one_party_per_process_gives_the_simulations_result(tmp_path, method_args, passive):
     # Arrange: the same files and seed, once with every file here (the names it defaults to)
     files = _party_files(tmp_path, passive)
     names = ["active", "passive"] if passive == 1 else ["active", "passive1", "passive2"]
-    local = tmp_path / "local.json"
-    assert main(["run", "stfl", "--party-csv", *map(str, files), "--epochs", "20", "--lr", "0.01", "--seed", "4",
-                 "--no-progress", "--json", str(local)]) == 0
+    local, argv = tmp_path / "local.json", [method_args[0], *SETTINGS, *method_args[1:]]
+    assert main(["run", *argv, "--party-csv", *map(str, files), "--json", str(local)]) == 0
     # Act: each party alone in its own process, over torch.distributed
-    procs = _start(files, names, tmp_path, free_port())
+    procs = _start(argv, files, names, tmp_path, free_port())
     outs = [p.communicate(timeout=180) for p in procs]
     # Assert
     assert [p.returncode for p in procs] == [0] * len(procs), [o[1] for o in outs]
     want = json.loads(local.read_text())
     got = {n: json.loads((tmp_path / f"{n}.json").read_text()) for n in names}
     assert got["active"]["metrics"] == want["metrics"]
-    assert got["active"]["bytes"] == want["bytes"]  # the active party is the hub of every exchange
-    assert sum(got[n]["bytes_sent"] for n in names) == want["bytes"]
+    assert got["active"]["bytes"] == sum(got[n]["bytes_sent"] for n in names)  # the hub of every exchange
+    if method_args[0] == "stfl":
+        assert got["active"]["bytes"] == want["bytes"]
+    else:  # Paillier ciphertexts are big integers whose encoded length varies by a byte or so
+        assert abs(got["active"]["bytes"] - want["bytes"]) < 1e-3 * want["bytes"]
+    assert got["active"]["settings"]["all_data"] == ("--all-data" in method_args)
     for name in names[1:]:
         assert got[name]["role"] == "passive" and got[name]["metrics"] == {}
-        assert got[name]["intersection"] == want["intersection_size"]
-    assert "accuracy" in outs[0][0] and "latents of" in outs[1][0]
+        assert got[name]["intersection_size"] == want["intersection_size"]
+    assert "accuracy" in outs[0][0] and "common rows" in outs[1][0]
 
 
 def _wait_for_listener(port):
@@ -139,7 +148,11 @@ def test_bad_network_arguments_are_one_line_errors(tmp_path, capsys, argv, messa
     assert code == 2 and len(err.splitlines()) == 1 and message in err, err
 
 
-def test_role_is_for_stfl_only(capsys):
-    code = main(["run", "he-vfl", "--party-csv", "x.csv", "--role", "active", "--peer", "h:1"])
+@pytest.mark.parametrize("argv, message", [
+    (["centralized", "--party-csv", "x.csv"], "--role runs one party of stfl or he-vfl; 'centralized' runs only"),
+    (["he-vfl", "--party-csv", "x.csv", "--parties", "a,b,c", "--role", "a"], "he-vfl has exactly one passive"),
+])
+def test_role_is_for_the_protocol_methods_with_their_party_counts(capsys, argv, message):
+    code = main(["run", *argv, "--peer", "h:1", *([] if "--role" in argv else ["--role", "active"])])
     err = capsys.readouterr().err
-    assert code == 2 and "--role runs one party of stfl" in err
+    assert code == 2 and message in err, err
