@@ -253,11 +253,16 @@ def check_clients(clients: Sequence[ClientData], config: GLConfig) -> None:
     if len(set(names)) != len(names) or SERVER in names:
         raise InputError(f"client names must be unique and not {SERVER!r}, got {names}")
     for c in clients:
-        if len(c.y_train) < 2 * config.batches:
-            raise InputError(f"client {c.name!r} has {len(c.y_train)} training rows; GLConfig.batches="
-                             f"{config.batches} needs at least {2 * config.batches}")
-        if len(c.y_test) == 0:
-            raise InputError(f"client {c.name!r} has no {c.evaluated_on} rows to evaluate on")
+        check_client(c, config)
+
+
+def check_client(client: ClientData, config: GLConfig) -> None:
+    """InputError if ``client`` has too few training rows for ``config.batches`` or no rows to evaluate."""
+    if len(client.y_train) < 2 * config.batches:
+        raise InputError(f"client {client.name!r} has {len(client.y_train)} training rows; GLConfig.batches="
+                         f"{config.batches} needs at least {2 * config.batches}")
+    if len(client.y_test) == 0:
+        raise InputError(f"client {client.name!r} has no {client.evaluated_on} rows to evaluate on")
 
 
 def run_federated(clients: Sequence[ClientData], config: GLConfig, *, scope: str, backend: str = "inprocess",
@@ -312,5 +317,5 @@ def run_gl(clients: Sequence[ClientData], config: GLConfig, *, dataset: str = "g
 
 
 __all__ = ["AGGREGATE", "GLConfig", "PAPER_SCHEDULE", "SCOPES", "SERVER", "SWITCHES", "aggregate", "as_tensor",
-           "batch_indices", "build_model", "check_clients", "federated_tensors", "gl_client", "loss", "method_result",
+           "batch_indices", "build_model", "check_client", "check_clients", "federated_tensors", "gl_client", "loss", "method_result",
            "paper_config", "probabilities", "run_federated", "run_gl", "switch_default", "switches"]

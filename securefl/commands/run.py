@@ -113,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
     resolve_device(args.device)
     kind = family(args, lambda name: get_dataset(name).kind)
     check_scope(args, kind, args.option_default)
+    if kind != "vertical" and args.role is not None:
+        from securefl.commands.run_network_gl import run_gl_party
+
+        return run_gl_party(args, _progress(args, f"{args.role}: gl"))
     if kind != "vertical":
         runner = run_chfl_family if kind == "chfl" else run_gl_family
         result = runner(args, _progress(args, f"{args.method} rounds"))

@@ -68,8 +68,8 @@ def family(args: argparse.Namespace, kind_of: Callable[[str], str]) -> str:
         wanted = "vertical" if args.method != "centralized" else None
     if args.party_csv:
         have = "vertical"
-    elif args.csv is not None:
-        have = "gl" if args.client_column else "chfl"
+    elif args.csv is not None:  # with --role, the one client whose CSV it is
+        have = "gl" if args.client_column or getattr(args, "role", None) else "chfl"
     elif args.dataset:
         have = kind_of(args.dataset)
     else:
@@ -151,17 +151,10 @@ def run_chfl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
                            progress=progress)
 
 
-def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
-    """Load the clients' tables, then run the GL-family method."""
-    from baselines.gl_baselines import run_gl_method
+def gl_config(args: argparse.Namespace, dataset: str) -> Any:
+    """The GLConfig the arguments give for ``dataset`` (the paper's schedule and widths where it has them)."""
     from securefl.algorithms.gl import paper_config, switches
-    from securefl.data.gl_sets import load_csv_clients
-    from securefl.data.registry import load_registered
 
-    if args.csv is not None:
-        dataset = load_csv_clients(args.csv, label=args.label, client_column=args.client_column)
-    else:
-        dataset = load_registered(args.dataset or DEFAULT_DATASET["gl"], kind="gl", data_dir=args.data_dir)
     overrides: dict[str, Any] = {"seed": args.seed, "device": args.device, "lr": args.lr,
                                  "aggregate": args.aggregate, **switches(bn_stats=args.bn_stats, final=args.final)}
     epochs = args.epochs or args.rounds
@@ -169,7 +162,20 @@ def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
         overrides["epochs"] = epochs
     if args.batches:
         overrides["batches"] = args.batches
-    config = paper_config(dataset.name, **overrides)
+    return paper_config(dataset, **overrides)
+
+
+def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
+    """Load the clients' tables, then run the GL-family method."""
+    from baselines.gl_baselines import run_gl_method
+    from securefl.data.gl_sets import load_csv_clients
+    from securefl.data.registry import load_registered
+
+    if args.csv is not None:
+        dataset = load_csv_clients(args.csv, label=args.label, client_column=args.client_column)
+    else:
+        dataset = load_registered(args.dataset or DEFAULT_DATASET["gl"], kind="gl", data_dir=args.data_dir)
+    config = gl_config(args, dataset.name)
     if args.method in ("gl", "fedavg") and config.rounds() == 0:
         print(f"note: {args.method} with one epoch and --final local sends no round (its only average would go "
               "unused), so it trains like local; --final average federates that round", file=sys.stderr)
@@ -196,4 +202,4 @@ def _rates(chosen: dict[str, float]) -> str:
 
 
 __all__ = ["CHFL_METHODS", "GL_METHODS", "HORIZONTAL_METHODS", "add_arguments", "check_args", "family",
-           "parse_lrs", "run_chfl_family", "run_gl_family", "summary_line"]
+           "gl_config", "parse_lrs", "run_chfl_family", "run_gl_family", "summary_line"]

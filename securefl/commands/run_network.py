@@ -1,8 +1,9 @@
-"""``securefl run stfl|he-vfl --role NAME --peer HOST:PORT``: one party per process or machine.
+"""``securefl run stfl|he-vfl|gl --role NAME --peer HOST:PORT``: one party per process or machine.
 
-Each organisation runs its own party of STFL or HE-VFL with only its own CSV over
-torch.distributed (gloo). ``--parties`` names every party in the same order on every machine; the
-first is the active party (it holds ``--label`` and listens at ``--peer``), the
+Each organisation runs its own party with only its own CSV over torch.distributed
+(gloo); GL's server and clients are in :mod:`securefl.commands.run_network_gl`, the
+vertical methods here. ``--parties`` names every party in the same order on every
+machine. For STFL and HE-VFL the first is the active party (it holds ``--label`` and listens at ``--peer``), the
 others are passive. The active party draws the 40/40/20 split from its own IDs and
 ``--seed`` alone (:func:`securefl.data.split_ids`), so the parties need to agree on
 nothing else, and a run gives the same result as ``securefl run stfl --party-csv``
@@ -23,7 +24,8 @@ from typing import Any, Callable
 from protocols.errors import InputError
 from securefl.results import write_json_atomically
 
-NETWORK_METHODS = ("stfl", "he-vfl")
+VERTICAL = ("stfl", "he-vfl")
+NETWORK_METHODS = (*VERTICAL, "gl")
 DEFAULT_PARTIES = ("active", "passive")
 WAIT = 3600.0
 """Seconds a party waits for one message when its method sets no limit (HE-VFL's passive party
@@ -32,18 +34,22 @@ LINGER_ON_FAILURE = 1.0
 """Seconds a failing or interrupted party waits for its peers' goodbyes: a passive party busy
 pretraining its VAE would otherwise hold an interrupted active party for the whole linger."""
 EXAMPLE = ("securefl run stfl --party-csv hospital.csv --label y --role active --peer 0.0.0.0:29500\n"
-           "  (other machine) securefl run stfl --party-csv lab.csv --role passive --peer HOSPITAL_HOST:29500")
+           "  (other machine) securefl run stfl --party-csv lab.csv --role passive --peer HOSPITAL_HOST:29500\n"
+           "  GL: securefl run gl --role server --parties clinic_a,clinic_b --peer 0.0.0.0:29500\n"
+           "      securefl run gl --role clinic_a --parties clinic_a,clinic_b --csv a.csv --label y"
+           " --peer SERVER_HOST:29500")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
-        "one party over the network (stfl, he-vfl; each machine gives only its own --party-csv)")
+        "one party over the network (stfl, he-vfl, gl; each machine gives only its own --party-csv or --csv)")
     group.add_argument("--role", metavar="NAME", help="run only this party (one of --parties)")
     group.add_argument("--parties", metavar="LIST", type=_names, default=DEFAULT_PARTIES,
-                       help="every party's name, comma-separated, the same on every machine; the first is"
-                            " the active party (default: active,passive)")
+                       help="the parties' names, comma-separated, the same on every machine: stfl/he-vfl, every"
+                            " party, the first the active one (default: active,passive); gl, the clients (the"
+                            " server is 'server')")
     group.add_argument("--peer", metavar="HOST:PORT",
-                       help="with --role: the active party listens here, the passive parties connect here")
+                       help="with --role: the active party (gl: the server) listens here, the others connect here")
     group.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                        help="with --role: seconds to wait for the other parties to join (default 600)")
 
@@ -60,24 +66,30 @@ def check_args(args: argparse.Namespace) -> None:
                 raise InputError(f"--{dest} needs --role NAME (one party over the network)")
         return
     if args.method not in NETWORK_METHODS:
-        raise InputError(f"--role runs one party of {' or '.join(NETWORK_METHODS)}; {args.method!r} runs only"
+        raise InputError(f"--role runs one party of {', '.join(NETWORK_METHODS)}; {args.method!r} runs only"
                          " with every party here")
-    if not args.party_csv or len(args.party_csv) != 1:
-        raise InputError("with --role, give this party's one CSV with --party-csv (other parties keep theirs)")
     if not args.peer:
-        raise InputError("--role needs --peer HOST:PORT (where the active party listens)")
+        raise InputError("--role needs --peer HOST:PORT (where the first party listens)")
     names = args.parties
-    if len(names) < 2 or not all(names) or len(set(names)) != len(names):
-        raise InputError(f"--parties needs two or more distinct, non-empty names, got {','.join(names)!r}")
-    if args.method == "he-vfl" and len(names) != 2:
-        raise InputError(f"he-vfl has exactly one passive party: --parties names two, got {','.join(names)!r}")
-    if args.role not in names:
-        raise InputError(f"--role {args.role!r} is not in --parties ({','.join(names)})")
+    if not all(names) or len(set(names)) != len(names):
+        raise InputError(f"--parties needs distinct, non-empty names, got {','.join(names)!r}")
     if args.backend != "inprocess":
         raise InputError("--backend applies to runs with every party here; with --role each party is its own"
                          " process already")
     if not 0 < args.timeout <= 1e6:  # NaN and inf too
         raise InputError(f"--timeout must be a positive number of seconds (at most 1e6), got {args.timeout}")
+    if args.method == "gl":
+        from securefl.commands.run_network_gl import check_gl_args
+
+        return check_gl_args(args)
+    if not args.party_csv or len(args.party_csv) != 1:
+        raise InputError("with --role, give this party's one CSV with --party-csv (other parties keep theirs)")
+    if len(names) < 2:
+        raise InputError(f"--parties needs two or more names, got {','.join(names)!r}")
+    if args.method == "he-vfl" and len(names) != 2:
+        raise InputError(f"he-vfl has exactly one passive party: --parties names two, got {','.join(names)!r}")
+    if args.role not in names:
+        raise InputError(f"--role {args.role!r} is not in --parties ({','.join(names)})")
 
 
 def load_own_table(args: argparse.Namespace) -> Any:
@@ -99,30 +111,53 @@ def load_own_table(args: argparse.Namespace) -> Any:
     return table
 
 
-def run_party(args: argparse.Namespace, config: Any, progress: Callable[[int, int], None] | None) -> int:
-    """Run this one party of STFL or HE-VFL, print its line, write its ``--json``; exit status 0."""
-    from dataclasses import replace
-
+def run_as(args: argparse.Namespace, parties: tuple[str, ...], role: Callable[..., dict[str, Any]],
+           kwargs: dict[str, Any], *, wait: float) -> tuple[dict[str, Any], Any, float]:
+    """Run ``role`` as party ``args.role`` of ``parties`` (rank 0 listens at ``--peer``); its
+    result, transport meter and seconds. ``wait``: how long one message may take to come."""
     from protocols.transport.torchdist import TorchDistTransport, parse_address
 
     host, port = parse_address(args.peer)
-    table = load_own_table(args)
-    active = args.role == args.parties[0]
-    role, kwargs = _active_role(table, args) if active else _passive_role(table, args)
     start = time.perf_counter()
-    transport = TorchDistTransport(args.role, args.parties, host=host, port=port,
-                                   timeout=getattr(config, "timeout", WAIT), connect_timeout=args.timeout)
+    transport = TorchDistTransport(args.role, parties, host=host, port=port, timeout=wait,
+                                   connect_timeout=args.timeout)
     try:
-        result = role(transport, config=replace(config, progress=progress), **kwargs)
+        result = role(transport, **kwargs)
     except BaseException:  # Ctrl-C or an error: tell the peers, but do not wait out theirs
         transport.close(linger=LINGER_ON_FAILURE)
         raise
     transport.close()
-    report = _report(args, result, transport.meter, time.perf_counter() - start, config)
-    print(_line(args, report))
+    return result, transport.meter, time.perf_counter() - start
+
+
+def finish(args: argparse.Namespace, report: dict[str, Any], line: str) -> int:
+    """Print the party's last line and write its ``--json``; exit status 0."""
+    print(line)
     if args.json:
         write_json_atomically(args.json, report)
     return 0
+
+
+def run_party(args: argparse.Namespace, config: Any, progress: Callable[[int, int], None] | None) -> int:
+    """Run this one party of STFL or HE-VFL, print its line, write its ``--json``; exit status 0."""
+    from dataclasses import replace
+
+    parse_address_early(args)
+    table = load_own_table(args)
+    active = args.role == args.parties[0]
+    role, kwargs = _active_role(table, args) if active else _passive_role(table, args)
+    result, meter, seconds = run_as(args, args.parties, role,
+                                    {**kwargs, "config": replace(config, progress=progress)},
+                                    wait=getattr(config, "timeout", WAIT))
+    report = _report(args, result, meter, seconds, config)
+    return finish(args, report, _line(args, report))
+
+
+def parse_address_early(args: argparse.Namespace) -> None:
+    """A malformed ``--peer`` is an error before any data is read."""
+    from protocols.transport.torchdist import parse_address
+
+    parse_address(args.peer)
 
 
 def _active_role(table: Any, args: argparse.Namespace) -> tuple[Callable[..., dict], dict[str, Any]]:
@@ -184,4 +219,5 @@ def _line(args: argparse.Namespace, report: dict[str, Any]) -> str:
             f" pretrained on {report['self_taught_rows']} self-taught rows | {tail}")
 
 
-__all__ = ["DEFAULT_PARTIES", "NETWORK_METHODS", "add_arguments", "check_args", "load_own_table", "run_party"]
+__all__ = ["DEFAULT_PARTIES", "NETWORK_METHODS", "add_arguments", "check_args", "finish", "load_own_table",
+           "parse_address_early", "run_as", "run_party"]

@@ -132,8 +132,9 @@ def test_a_passive_file_with_the_label_column_is_refused_before_any_connection(t
     (["--party-csv", "A", "B", "--role", "active", "--peer", "h:1"], "give this party's one CSV"),
     (["--dataset", "breast", "--role", "active", "--peer", "h:1"], "give this party's one CSV"),
     (["--party-csv", "A", "--role", "bank", "--peer", "h:1"], "--role 'bank' is not in --parties (active,passive)"),
-    (["--party-csv", "A", "--role", "a", "--parties", "a,a", "--peer", "h:1"], "two or more distinct"),
-    (["--party-csv", "A", "--role", "a", "--parties", "a,", "--peer", "h:1"], "two or more distinct"),
+    (["--party-csv", "A", "--role", "a", "--parties", "a,a", "--peer", "h:1"], "distinct, non-empty names"),
+    (["--party-csv", "A", "--role", "a", "--parties", "a,", "--peer", "h:1"], "distinct, non-empty names"),
+    (["--party-csv", "A", "--role", "a", "--parties", "a", "--peer", "h:1"], "two or more names"),
     (["--party-csv", "A", "--role", "active", "--peer", "h:1", "--backend", "torch"], "--backend applies"),
     (["--party-csv", "A", "--role", "active", "--peer", "h:1", "--timeout", "nan"], "--timeout must be"),
     (["--party-csv", "A", "--role", "active", "--peer", "h:99999"], "invalid port"),
@@ -149,10 +150,78 @@ def test_bad_network_arguments_are_one_line_errors(tmp_path, capsys, argv, messa
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["centralized", "--party-csv", "x.csv"], "--role runs one party of stfl or he-vfl; 'centralized' runs only"),
+    (["centralized", "--party-csv", "x.csv"], "--role runs one party of stfl, he-vfl, gl; 'centralized' runs only"),
     (["he-vfl", "--party-csv", "x.csv", "--parties", "a,b,c", "--role", "a"], "he-vfl has exactly one passive"),
 ])
 def test_role_is_for_the_protocol_methods_with_their_party_counts(capsys, argv, message):
     code = main(["run", *argv, "--peer", "h:1", *([] if "--role" in argv else ["--role", "active"])])
     err = capsys.readouterr().err
     assert code == 2 and message in err, err
+
+
+def _site_files(folder):
+    """One CSV of two natural clients (site column) and each client's own file of its rows."""
+    rng = np.random.default_rng(5)
+    frames = []
+    for k, site in enumerate(["north", "south"]):
+        x = rng.normal(size=(120 + 40 * k, 3)) + 0.001  # floats in every column, in every file
+        label = np.where(x[:, 0] + 0.5 * x[:, 1] > 0, "yes", "no")
+        frames.append(pd.DataFrame({"site": site, "f1": x[:, 0], "f2": x[:, 1], "f3": x[:, 2], "y": label}))
+    every = pd.concat(frames, ignore_index=True)
+    every.to_csv(folder / "sites.csv", index=False)
+    for site, rows in every.groupby("site"):
+        rows.drop(columns="site").to_csv(folder / f"{site}.csv", index=False)
+    return folder / "sites.csv"
+
+
+@pytest.mark.multiprocess
+def test_gl_server_and_clients_on_their_own_give_each_client_the_simulations_result(tmp_path):
+    # Arrange
+    every = _site_files(tmp_path)
+    settings = ["--epochs", "3", "--batches", "2", "--seed", "2", "--no-progress"]
+    local = tmp_path / "local.json"
+    assert main(["run", "gl", "--csv", str(every), "--label", "y", "--client-column", "site", *settings,
+                 "--json", str(local)]) == 0
+    # Act: the server, then each client with only its own rows
+    port = free_port()
+    net = [sys.executable, "-m", "securefl", "run", "gl", *settings, "--parties", "north,south",
+           "--peer", f"127.0.0.1:{port}", "--timeout", "120"]
+    procs = [subprocess.Popen([*net, "--role", role, *extra, "--json", str(tmp_path / f"{role}.json")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+             for role, extra in [("server", []), ("north", ["--csv", str(tmp_path / "north.csv"), "--label", "y"]),
+                                 ("south", ["--csv", str(tmp_path / "south.csv"), "--label", "y"])]]
+    outs = [p.communicate(timeout=180) for p in procs]
+    # Assert
+    assert [p.returncode for p in procs] == [0, 0, 0], [o[1] for o in outs]
+    want = json.loads(local.read_text())
+    got = {r: json.loads((tmp_path / f"{r}.json").read_text()) for r in ("server", "north", "south")}
+    for client in ("north", "south"):
+        mine = {k: v for k, v in got[client]["metrics"].items() if k != "per_class"}
+        assert mine == {k: v for k, v in want["metrics"]["clients"][client].items() if k in mine}
+    assert got["server"]["metrics"] == {} and got["server"]["rounds"] == 2
+    assert sum(r["bytes_sent"] for r in got.values()) == want["bytes"]
+    assert "masked sums only" in outs[0][0] and "gl client 'north'" in outs[1][0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--role", "server"], "gl with --role needs --parties naming its clients"),
+    (["--role", "server", "--parties", "a"], "two or more clients"),
+    (["--role", "server", "--parties", "a,server"], "'server' is the server's own name"),
+    (["--role", "c", "--parties", "a,b", "--csv", "x.csv"], "--role 'c' is neither 'server' nor a client"),
+    (["--role", "a", "--parties", "a,b"], "client 'a' needs its own data: --csv FILE --label COL"),
+    (["--role", "server", "--parties", "a,b", "--csv", "x.csv"], "the 'server' holds no data"),
+    (["--role", "a", "--parties", "a,b", "--csv", "x.csv", "--client-column", "s"], "--client-column splits"),
+    (["--role", "server", "--parties", "a,b", "--epochs", "1"], "averages nothing"),
+    (["--role", "a", "--parties", "a,b", "--csv", "missing.csv"], "--csv file missing.csv not found"),
+])
+def test_bad_gl_network_arguments_are_one_line_errors(capsys, argv, message):
+    code = main(["run", "gl", "--peer", "127.0.0.1:1", "--no-progress", *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_the_gl_server_name_is_the_algorithms():
+    from securefl.algorithms.gl import SERVER
+    from securefl.commands.run_network_gl import SERVER as CLI_SERVER
+
+    assert CLI_SERVER == SERVER
