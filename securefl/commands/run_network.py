@@ -1,17 +1,18 @@
 """``securefl run stfl|he-vfl|gl --role NAME --peer HOST:PORT``: one party per process or machine.
 
 Each organisation runs its own party with only its own CSV over torch.distributed
-(gloo); GL's server and clients are in :mod:`securefl.commands.run_network_gl`, the
-vertical methods here. ``--parties`` names every party in the same order on every
-machine. For STFL and HE-VFL the first is the active party (it holds ``--label`` and listens at ``--peer``), the
-others are passive. The active party draws the 40/40/20 split from its own IDs and
-``--seed`` alone (:func:`securefl.data.split_ids`), so the parties need to agree on
-nothing else, and a run gives the same result as ``securefl run stfl --party-csv``
-with every file on one machine, the same names and the same seed. What crosses the
-network is what the method sends in simulation: for STFL, PSI messages, one channel
-handshake per passive party and the passive parties' encrypted latents; for HE-VFL
-(one passive party), PSI messages, the passive party's public HE context and the
-interactive layer's encrypted and masked traffic.
+(gloo). The vertical methods are here; GL's server and clients are in
+:mod:`securefl.commands.run_network_gl`. ``--parties`` names every party in the same
+order on every machine. For STFL and HE-VFL the first is the active party (it holds
+``--label`` and listens at ``--peer``), the others are passive. The active party
+draws the 40/40/20 split from its own IDs and ``--seed`` alone
+(:func:`securefl.data.split_ids`), so the parties need to agree on nothing else, and
+a run gives the same result as ``securefl run stfl --party-csv`` with every file on
+one machine, the same names and the same seed. What crosses the network is what the
+method sends in simulation: for STFL, PSI messages, one channel handshake per passive
+party and the passive parties' encrypted latents; for HE-VFL (one passive party), PSI
+messages, the passive party's public HE context and the interactive layer's encrypted
+and masked traffic.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from typing import Any, Callable
 from protocols.errors import InputError
 from securefl.results import write_json_atomically
 
-VERTICAL = ("stfl", "he-vfl")
-NETWORK_METHODS = (*VERTICAL, "gl")
+NETWORK_METHODS = ("stfl", "he-vfl", "gl")
 DEFAULT_PARTIES = ("active", "passive")
 WAIT = 3600.0
 """Seconds a party waits for one message when its method sets no limit (HE-VFL's passive party
