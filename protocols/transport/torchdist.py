@@ -9,6 +9,8 @@ in :class:`PeerTimeoutError` instead of a hang. A length of -1 closes a link.
 from __future__ import annotations
 
 import datetime as _dt
+import json
+import re
 import multiprocessing as mp
 import queue
 import socket
@@ -28,6 +30,9 @@ from protocols.transport.base import DEFAULT_TIMEOUT, Transport
 
 _CLOSE = -1
 _ARRIVED = "securefl/arrived"  # rendezvous counter: each party adds 1 once its store is up
+_WHO = "securefl/who"  # + "/<rank>": what that party was started with (see _check_agreement)
+_CHECKED = "securefl/checked"  # counter: parties that have compared every announcement with their own
+_LINGER_ON_MISMATCH = 3.0  # seconds rank 0 keeps the store up for the others to read a mismatch
 _CONNECT_TRY = 1.0  # seconds of one attempt to reach the rendezvous store
 _POLL = 0.1  # seconds between looks at the rendezvous counter
 MAX_FRAME_BYTES = 1 << 34
@@ -62,8 +67,12 @@ class TorchDistTransport(Transport):
 
     def __init__(self, name: str, parties: tuple[str, ...], *, host: str, port: int,
                  timeout: float = DEFAULT_TIMEOUT, connect_timeout: float = 60.0,
-                 record: bool = False) -> None:
+                 record: bool = False, agree: Mapping[str, Any] | None = None) -> None:
+        """``agree``: JSON-ready settings every party must have been given alike (e.g. the
+        method); at the rendezvous each party compares them and the party list with every
+        other's, so a mismatch is one clear ProtocolError on every side instead of a hang."""
         super().__init__(name, tuple(parties), timeout=timeout, record=record)
+        self._agree = {"parties": list(self.parties), **dict(agree or {})}
         if not 0 < port < 65536:
             raise InputError(f"invalid port {port}: must be in 1-65535")
         if dist.is_initialized():
@@ -87,7 +96,9 @@ class TorchDistTransport(Transport):
         deadline = time.monotonic() + connect_timeout
         try:
             store = _connect(host, port, len(self.parties), self.rank == 0, deadline)
+            store.set(f"{_WHO}/{self.rank}", json.dumps(self._agree, sort_keys=True))
             _await_parties(store, len(self.parties), deadline)
+            _check_agreement(store, self.name, self.parties, self._agree, serving=self.rank == 0)
             dist.init_process_group("gloo", store=store, rank=self.rank, world_size=len(self.parties),
                                     timeout=_GROUP_TIMEOUT)
         except (RuntimeError, TimeoutError) as exc:  # torch's DistNetworkError / DistStoreError, gloo's own
@@ -120,7 +131,7 @@ class TorchDistTransport(Transport):
                     dist.recv(buf, src=src)
                 self._mailbox.put(peer, buf.numpy().tobytes())
         except RuntimeError as exc:  # gloo reports a broken link as RuntimeError
-            self._mailbox.fail_peer(peer, ProtocolError(f"link to party {peer!r} broke: {exc}"))
+            self._mailbox.fail_peer(peer, ProtocolError(f"link to party {peer!r} broke: {_gloo_reason(exc)}"))
 
     def _send_raw(self, dst: str, size: int, payload: bytes | None) -> None:
         with self._send_locks[dst]:
@@ -199,6 +210,53 @@ def _await_parties(store: Any, parties: int, deadline: float) -> None:
             raise TimeoutError(f"timed out waiting for the other parties: {arrived}/{parties} joined")
         time.sleep(_POLL)
         arrived = store.add(_ARRIVED, 0)
+
+
+def _gloo_reason(exc: BaseException) -> str:
+    """The gist of a gloo error: its first sentence, without the source location in front."""
+    lines = str(exc).strip().splitlines()
+    text = re.sub(r"^\[[^\]]*\]\s*", "", lines[0]) if lines else ""
+    return text.split(". ")[0] or type(exc).__name__
+
+
+def _check_agreement(store: Any, name: str, parties: tuple[str, ...], mine: dict[str, Any], *,
+                     serving: bool) -> None:
+    """ProtocolError unless every party announced the same party list and settings as this one.
+
+    The store lives in the ``serving`` party (rank 0), so on a mismatch it waits (briefly)
+    for every party to have read the announcements before it raises and ends."""
+    problem = _disagreement(store, name, parties, mine)
+    checked = store.add(_CHECKED, 1)
+    if problem is None:
+        return
+    deadline = time.monotonic() + _LINGER_ON_MISMATCH
+    while serving and checked < len(parties) and time.monotonic() < deadline:
+        time.sleep(_POLL)
+        checked = store.add(_CHECKED, 0)
+    raise ProtocolError(problem)
+
+
+def _disagreement(store: Any, name: str, parties: tuple[str, ...], mine: dict[str, Any]) -> str | None:
+    """Why the announcements differ from ``mine``, or None."""
+    want = json.loads(json.dumps(mine, sort_keys=True))
+    for rank, party in enumerate(parties):
+        key = f"{_WHO}/{rank}"
+        if not store.check([key]):
+            return (f"party {name!r}: no party joined as {party!r} (two parties may have been given the same"
+                    " name, or the parties were listed in different orders)")
+        try:
+            theirs = json.loads(store.get(key).decode())
+        except (UnicodeDecodeError, ValueError):
+            return f"party {name!r}: the party joined as {party!r} sent an unreadable announcement"
+        if theirs == want:
+            continue
+        if not isinstance(theirs, dict):
+            return f"party {name!r}: the party joined as {party!r} sent an unreadable announcement"
+        keys = sorted(k for k in set(want) | set(theirs) if theirs.get(k) != want.get(k))
+        return (f"party {name!r}: the party joined as {party!r} was started with"
+                f" {', '.join(f'{k}={theirs.get(k)!r}' for k in keys)}; this party with"
+                f" {', '.join(f'{k}={want.get(k)!r}' for k in keys)}. Start every party with the same")
+    return None
 
 
 def _portable(exc: BaseException) -> BaseException:

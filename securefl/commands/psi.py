@@ -92,7 +92,7 @@ def _run_network(args: argparse.Namespace) -> int:
     peer = "client" if args.role == "server" else "server"
     start = time.perf_counter()
     transport = TorchDistTransport(args.role, ("server", "client"), host=host, port=port,
-                                   timeout=args.timeout, connect_timeout=args.timeout)
+                                   timeout=args.timeout, connect_timeout=args.timeout, agree={"command": "psi"})
     try:
         result = psi_two_party(transport, peer=peer, ids=ids, workers=args.workers)
     finally:

@@ -112,15 +112,16 @@ def load_own_table(args: argparse.Namespace) -> Any:
 
 
 def run_as(args: argparse.Namespace, parties: tuple[str, ...], role: Callable[..., dict[str, Any]],
-           kwargs: dict[str, Any], *, wait: float) -> tuple[dict[str, Any], Any, float]:
+           kwargs: dict[str, Any], *, wait: float, agree: dict[str, Any]) -> tuple[dict[str, Any], Any, float]:
     """Run ``role`` as party ``args.role`` of ``parties`` (rank 0 listens at ``--peer``); its
-    result, transport meter and seconds. ``wait``: how long one message may take to come."""
+    result, transport meter and seconds. ``wait``: how long one message may take to come;
+    ``agree``: the settings every party must share, checked when they meet."""
     from protocols.transport.torchdist import TorchDistTransport, parse_address
 
     host, port = parse_address(args.peer)
     start = time.perf_counter()
     transport = TorchDistTransport(args.role, parties, host=host, port=port, timeout=wait,
-                                   connect_timeout=args.timeout)
+                                   connect_timeout=args.timeout, agree={"command": f"run {args.method}", **agree})
     try:
         result = role(transport, **kwargs)
     except BaseException:  # Ctrl-C or an error: tell the peers, but do not wait out theirs
@@ -148,7 +149,8 @@ def run_party(args: argparse.Namespace, config: Any, progress: Callable[[int, in
     role, kwargs = _active_role(table, args) if active else _passive_role(table, args)
     result, meter, seconds = run_as(args, args.parties, role,
                                     {**kwargs, "config": replace(config, progress=progress)},
-                                    wait=getattr(config, "timeout", WAIT))
+                                    wait=getattr(config, "timeout", WAIT),
+                                    agree={"he": args.he} if args.method == "he-vfl" else {})
     report = _report(args, result, meter, seconds, config)
     return finish(args, report, _line(args, report))
 

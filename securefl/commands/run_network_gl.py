@@ -62,7 +62,8 @@ def _serve(args: argparse.Namespace, config: Any, parties: tuple[str, ...]) -> i
     from securefl.runtime.federated import averaging_server
 
     kwargs = {"clients": list(args.parties), "rounds": config.rounds(), "config": config.secagg()}
-    result, meter, seconds = run_as(args, parties, averaging_server, kwargs, wait=config.stage_timeout)
+    result, meter, seconds = run_as(args, parties, averaging_server, kwargs, wait=config.stage_timeout,
+                                    agree=_agreed(config))
     rounds = result["round_seconds"]
     report = {**_common(args, config, meter, seconds), "role": "server", "metrics": {},
               "round_seconds": rounds, "rounds": len(rounds), "mean_round_seconds": sum(rounds) / len(rounds)}
@@ -79,7 +80,8 @@ def _client(args: argparse.Namespace, config: Any, parties: tuple[str, ...],
     data = encode_client(split_client(load_client_csv(args.csv, label=args.label, name=args.role), args.seed))
     check_client(data, config)
     kwargs = {"data": data, "scope": "global", "config": replace(config, progress=progress)}
-    result, meter, seconds = run_as(args, parties, gl_client, kwargs, wait=config.stage_timeout)
+    result, meter, seconds = run_as(args, parties, gl_client, kwargs, wait=config.stage_timeout,
+                                    agree=_agreed(config))
     report = {**_common(args, config, meter, seconds), "role": "client",
               "metrics": {**result["metrics"], "per_class": result["per_class"]},
               **{k: result[k] for k in ("train_rows", "test_rows", "evaluated_on", "train_seconds")},
@@ -88,6 +90,12 @@ def _client(args: argparse.Namespace, config: Any, parties: tuple[str, ...],
     auroc = f" | AUROC {m['auroc']:.4f}" if m.get("auroc") is not None else ""
     return finish(args, report, f"gl client {args.role!r} (seed {args.seed}): accuracy {m['accuracy']:.4f}{auroc}"
                                 f" on {report['test_rows']} test rows | {_tail(report)}")
+
+
+def _agreed(config: Any) -> dict[str, Any]:
+    """The settings on which the server's round count and the clients' global layers depend."""
+    keep = ("seed", "epochs", "batches", "aggregate", "eta", "secure", "federate_bn_stats", "final_average", "shape")
+    return {k: v for k, v in config.settings().items() if k in keep}
 
 
 def _common(args: argparse.Namespace, config: Any, meter: Any, seconds: float) -> dict[str, Any]:

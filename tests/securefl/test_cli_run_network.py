@@ -119,6 +119,24 @@ def test_ctrl_c_to_the_active_party_while_a_passive_one_pretrains_ends_it_at_onc
     assert took < 15
 
 
+@pytest.mark.multiprocess
+def test_parties_started_for_different_methods_both_stop_with_the_difference(tmp_path):
+    # Arrange: an STFL active party and an HE-VFL passive party would otherwise wait on each other for an hour
+    files = _party_files(tmp_path)
+    port = free_port()
+    base = [sys.executable, "-m", "securefl", "run", "--peer", f"127.0.0.1:{port}", "--timeout", "60",
+            "--no-progress"]
+    # Act
+    procs = [subprocess.Popen([*base, method, "--party-csv", str(path), "--role", role], stderr=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, text=True, start_new_session=True)
+             for method, path, role in (("stfl", files[0], "active"), ("he-vfl", files[1], "passive"))]
+    errs = [p.communicate(timeout=60)[1].strip().splitlines() for p in procs]
+    # Assert
+    assert [p.returncode for p in procs] == [3, 3], errs
+    assert len(errs[0]) == 1 and "the party joined as 'passive' was started with command='run he-vfl'" in errs[0][0]
+    assert len(errs[1]) == 1 and "the party joined as 'active' was started with command='run stfl'" in errs[1][0]
+
+
 def test_a_passive_file_with_the_label_column_is_refused_before_any_connection(tmp_path, capsys):
     files = _party_files(tmp_path)
     code = main(["run", "stfl", "--party-csv", str(files[0]), "--role", "passive", "--peer", "127.0.0.1:1"])

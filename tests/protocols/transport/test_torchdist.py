@@ -62,6 +62,46 @@ def test_sending_to_a_peer_that_closed_its_transport_fails_instead_of_vanishing(
         run_parties({"quits": roles.quits, "sender": roles.sends_late}, backend="torch", timeout=60)
 
 
+def _join(agreements):
+    """Each party of ``agreements`` (name -> settings) in its own process; name -> outcome."""
+    import multiprocessing as mp
+
+    from protocols.transport.torchdist import free_port
+
+    port, ctx = free_port(), mp.get_context("spawn")
+    results = ctx.Queue()
+    names = tuple(agreements)
+    procs = [ctx.Process(target=roles.join_and_report, args=(n, names, port, agreements[n], results))
+             for n in names]
+    for proc in procs:
+        proc.start()
+    outcome = dict(results.get(timeout=90) for _ in procs)
+    for proc in procs:
+        proc.join(timeout=30)
+    return outcome
+
+
+def test_parties_started_alike_join():
+    assert _join({"a": {"method": "x"}, "b": {"method": "x"}}) == {"a": "ok", "b": "ok"}
+
+
+def test_parties_started_with_other_settings_each_get_one_clear_error_instead_of_a_hang():
+    # Act
+    outcome = _join({"a": {"method": "stfl", "seed": 1}, "b": {"method": "he-vfl", "seed": 1}})
+    # Assert: both sides name the difference, and only it
+    assert outcome["a"] == ("ProtocolError: party 'a': the party joined as 'b' was started with method='he-vfl';"
+                            " this party with method='stfl'. Start every party with the same")
+    assert "the party joined as 'a' was started with method='stfl'" in outcome["b"]
+
+
+def test_gloo_errors_are_cut_to_their_gist():
+    from protocols.transport.torchdist import _gloo_reason
+
+    text = ("[/__w/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+            "[127.0.0.1]:45785. This is typically caused by a remote worker crashing. GLHF!")
+    assert _gloo_reason(RuntimeError(text)) == "Connection closed by peer [127.0.0.1]:45785"
+
+
 @pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", "host:abc", ":80"])
 def test_bad_addresses_give_one_line_errors(text):
     with pytest.raises(InputError, match="HOST:PORT|invalid port"):
