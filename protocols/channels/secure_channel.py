@@ -98,14 +98,9 @@ class SecureChannel:
             transport.send(peer, tag, eph=mine[0], static=mine[1])
         if peer_identity is not None and theirs[1] != bytes(peer_identity):
             raise CryptoError(crypto.AUTH_FAILED)
-        ikm = _handshake_ikm(ephemeral, identity, theirs, initiator)
         names = (transport.name, peer) if initiator else (peer, transport.name)
-        init_keys, resp_keys = (mine, theirs) if initiator else (theirs, mine)
-        info = crypto.transcript(_LABEL, *names, round, stage, init_keys[0], resp_keys[0],
-                                 init_keys[1], resp_keys[1])
-        okm = crypto.hkdf_sha256(ikm, info=info, length=2 * crypto.KEY_BYTES)
-        i2r, r2i = okm[:crypto.KEY_BYTES], okm[crypto.KEY_BYTES:]
-        send_key, recv_key = (i2r, r2i) if initiator else (r2i, i2r)
+        send_key, recv_key = direction_keys(_LABEL, (*names, round, stage), ephemeral, identity, theirs,
+                                            initiator=initiator)
         return cls(transport, peer, send_key=send_key, recv_key=recv_key)
 
     def send(self, tag: Tag, fields: Mapping[str, Any] | None = None, /, **kwfields: Any) -> int:
@@ -149,16 +144,38 @@ class SecureChannel:
             raise CryptoError(crypto.AUTH_FAILED)
 
 
+def direction_keys(label: str, context: tuple, ephemeral: X25519PrivateKey, identity: X25519PrivateKey | None,
+                   theirs: tuple[bytes, bytes], *, initiator: bool) -> tuple[bytes, bytes]:
+    """(send key, receive key) of one side of the handshake (see the module docstring).
+
+    ``theirs`` is the peer's (ephemeral, static-or-empty) public keys; ``context`` (the
+    initiator's and responder's names first) and both sides' keys go into the HKDF info,
+    so keys differ whenever any of them does.
+    """
+    mine = (crypto.public_bytes(ephemeral), crypto.public_bytes(identity) if identity is not None else b"")
+    init_keys, resp_keys = (mine, theirs) if initiator else (theirs, mine)
+    info = crypto.transcript(label, *context, init_keys[0], resp_keys[0], init_keys[1], resp_keys[1])
+    okm = crypto.hkdf_sha256(_handshake_ikm(ephemeral, identity, theirs, initiator), info=info,
+                             length=2 * crypto.KEY_BYTES)
+    i2r, r2i = okm[:crypto.KEY_BYTES], okm[crypto.KEY_BYTES:]
+    return (i2r, r2i) if initiator else (r2i, i2r)
+
+
+def read_hello(eph: object, static: object) -> tuple[bytes, bytes]:
+    """A peer's hello keys, checked: a 32-byte ephemeral key and an empty or 32-byte static one."""
+    if not (isinstance(eph, bytes) and len(eph) == crypto.KEY_BYTES and isinstance(static, bytes)
+            and len(static) in (0, crypto.KEY_BYTES)):
+        raise CryptoError(crypto.AUTH_FAILED)
+    return eph, static
+
+
 def _read_hello(message: Message) -> tuple[bytes, bytes]:
     """The peer's (ephemeral, static-or-empty) public keys from its hello."""
     try:
         eph, static = message["eph"], message["static"]
     except ProtocolError:
         raise CryptoError(crypto.AUTH_FAILED) from None
-    if not (isinstance(eph, bytes) and len(eph) == crypto.KEY_BYTES and isinstance(static, bytes)
-            and len(static) in (0, crypto.KEY_BYTES)):
-        raise CryptoError(crypto.AUTH_FAILED)
-    return eph, static
+    return read_hello(eph, static)
 
 
 def _handshake_ikm(ephemeral: X25519PrivateKey, identity: X25519PrivateKey | None,

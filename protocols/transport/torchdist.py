@@ -9,8 +9,7 @@ in :class:`PeerTimeoutError` instead of a hang. A length of -1 closes a link.
 from __future__ import annotations
 
 import datetime as _dt
-import json
-import re
+import functools
 import multiprocessing as mp
 import queue
 import socket
@@ -22,19 +21,16 @@ from typing import Any, Mapping
 
 import torch
 import torch.distributed as dist
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from protocols.errors import (DecodeError, InputError, PeerFailedError, ProtocolError,
+from protocols.errors import (CryptoError, DecodeError, InputError, PeerFailedError, ProtocolError,
                               SecureFLError)
 from protocols.lifecycle import ctrl_c_stays_here, die_with_parent
 from protocols.transport.base import DEFAULT_TIMEOUT, Transport
+from protocols.transport.links import MAX_HANDSHAKE_BYTES, Link, check_identity, handshake
+from protocols.transport.rendezvous import announce, await_parties, check_agreement, connect, gloo_reason
 
 _CLOSE = -1
-_ARRIVED = "securefl/arrived"  # rendezvous counter: each party adds 1 once its store is up
-_WHO = "securefl/who"  # + "/<rank>": what that party was started with (see _check_agreement)
-_CHECKED = "securefl/checked"  # counter: parties that have compared every announcement with their own
-_LINGER_ON_MISMATCH = 3.0  # seconds rank 0 keeps the store up for the others to read a mismatch
-_CONNECT_TRY = 1.0  # seconds of one attempt to reach the rendezvous store
-_POLL = 0.1  # seconds between looks at the rendezvous counter
 MAX_FRAME_BYTES = 1 << 34
 # The gloo group's own timeout bounds every blocking recv, including an idle
 # receiver thread's; waits for messages are bounded by the mailbox instead.
@@ -67,12 +63,19 @@ class TorchDistTransport(Transport):
 
     def __init__(self, name: str, parties: tuple[str, ...], *, host: str, port: int,
                  timeout: float = DEFAULT_TIMEOUT, connect_timeout: float = 60.0,
-                 record: bool = False, agree: Mapping[str, Any] | None = None) -> None:
+                 record: bool = False, agree: Mapping[str, Any] | None = None,
+                 identity: X25519PrivateKey | None = None, trusted: Mapping[str, bytes] | None = None) -> None:
         """``agree``: JSON-ready settings every party must have been given alike (e.g. the
         method); at the rendezvous each party compares them and the party list with every
-        other's, so a mismatch is one clear ProtocolError on every side instead of a hang."""
+        other's, so a mismatch is one clear ProtocolError on every side instead of a hang.
+
+        ``identity`` (this party's static X25519 key) with ``trusted`` (every peer's raw
+        public key) authenticates and encrypts every link (:mod:`protocols.transport.links`);
+        every party must then have them.
+        """
         super().__init__(name, tuple(parties), timeout=timeout, record=record)
-        self._agree = {"parties": list(self.parties), **dict(agree or {})}
+        check_identity(name, self.peers, identity, trusted)
+        self._agree = {"parties": list(self.parties), "authenticated": identity is not None, **dict(agree or {})}
         if not 0 < port < 65536:
             raise InputError(f"invalid port {port}: must be in 1-65535")
         if dist.is_initialized():
@@ -81,6 +84,7 @@ class TorchDistTransport(Transport):
         self._rendezvous(host, port, connect_timeout)
         self._send_locks = {peer: threading.Lock() for peer in self.peers}
         self._closed = False
+        self._links = self._authenticate(identity, trusted) if identity is not None and trusted is not None else {}
         self._receivers = [threading.Thread(target=self._receive_loop, args=(peer,), daemon=True,
                                             name=f"recv-{name}<-{peer}") for peer in self.peers]
         for thread in self._receivers:
@@ -91,14 +95,14 @@ class TorchDistTransport(Transport):
 
         torch's own waits for peers (in ``TCPStore``) hold the GIL, so Ctrl-C would go
         unanswered until they time out. Here every wait for a peer is a short call in a
-        Python loop (see :func:`_connect` and :func:`_await_parties`).
+        Python loop (see :mod:`protocols.transport.rendezvous`).
         """
         deadline = time.monotonic() + connect_timeout
         try:
-            store = _connect(host, port, len(self.parties), self.rank == 0, deadline)
-            store.set(f"{_WHO}/{self.rank}", json.dumps(self._agree, sort_keys=True))
-            _await_parties(store, len(self.parties), deadline)
-            _check_agreement(store, self.name, self.parties, self._agree, serving=self.rank == 0)
+            store = connect(host, port, len(self.parties), self.rank == 0, deadline)
+            announce(store, self.rank, self._agree)
+            await_parties(store, len(self.parties), deadline)
+            check_agreement(store, self.name, self.parties, self._agree, serving=self.rank == 0)
             dist.init_process_group("gloo", store=store, rank=self.rank, world_size=len(self.parties),
                                     timeout=_GROUP_TIMEOUT)
         except (RuntimeError, TimeoutError) as exc:  # torch's DistNetworkError / DistStoreError, gloo's own
@@ -110,6 +114,35 @@ class TorchDistTransport(Transport):
 
     def _rank(self, party: str) -> int:
         return self.parties.index(party)
+
+    def _authenticate(self, identity: X25519PrivateKey, trusted: Mapping[str, bytes]) -> dict[str, Link]:
+        """One handshake per peer, before the receivers run, in one global order of pairs
+        (the lower rank initiates), so no two parties wait on each other."""
+        links: dict[str, Link] = {}
+        for peer in sorted(self.peers, key=self._rank):
+            try:
+                links[peer] = handshake(self.name, peer, initiator=self.rank < self._rank(peer), identity=identity,
+                                        trusted=bytes(trusted[peer]), send=functools.partial(self._send_plain, peer),
+                                        recv=functools.partial(self._recv_plain, peer))
+            except RuntimeError as exc:
+                raise ProtocolError(f"party {self.name!r}: the link to {peer!r} broke during its handshake:"
+                                    f" {gloo_reason(exc)}") from None
+        return links
+
+    def _send_plain(self, dst: str, payload: bytes) -> None:
+        with self._send_locks[dst]:
+            self._send_raw(dst, len(payload), payload)
+
+    def _recv_plain(self, src: str) -> bytes:
+        """One frame from ``src`` while no receiver runs (the handshake); a small one only."""
+        length = torch.zeros(1, dtype=torch.int64)
+        dist.recv(length, src=self._rank(src))
+        size = int(length.item())
+        if not 0 < size <= MAX_HANDSHAKE_BYTES:
+            return b""  # fails the handshake's checks, on both sides
+        buf = torch.empty(size, dtype=torch.uint8)
+        dist.recv(buf, src=self._rank(src))
+        return buf.numpy().tobytes()
 
     def _receive_loop(self, peer: str) -> None:
         src = self._rank(peer)
@@ -129,15 +162,22 @@ class TorchDistTransport(Transport):
                 buf = torch.empty(size, dtype=torch.uint8)
                 if size:
                     dist.recv(buf, src=src)
-                self._mailbox.put(peer, buf.numpy().tobytes())
+                frame = buf.numpy().tobytes()
+                if self._links:
+                    try:
+                        frame = self._links[peer].open(frame)
+                    except CryptoError as exc:
+                        self._mailbox.fail_peer(peer, exc)
+                        return
+                self._mailbox.put(peer, frame)
         except RuntimeError as exc:  # gloo reports a broken link as RuntimeError
-            self._mailbox.fail_peer(peer, ProtocolError(f"link to party {peer!r} broke: {_gloo_reason(exc)}"))
+            self._mailbox.fail_peer(peer, ProtocolError(f"link to party {peer!r} broke: {gloo_reason(exc)}"))
 
     def _send_raw(self, dst: str, size: int, payload: bytes | None) -> None:
-        with self._send_locks[dst]:
-            dist.send(torch.tensor([size], dtype=torch.int64), dst=self._rank(dst))
-            if payload:
-                dist.send(torch.frombuffer(bytearray(payload), dtype=torch.uint8), dst=self._rank(dst))
+        """Send a length (and the payload); callers hold ``dst``'s send lock."""
+        dist.send(torch.tensor([size], dtype=torch.int64), dst=self._rank(dst))
+        if payload:
+            dist.send(torch.frombuffer(bytearray(payload), dtype=torch.uint8), dst=self._rank(dst))
 
     def _send_frame(self, dst: str, frame: bytes) -> None:
         if self._closed:
@@ -145,7 +185,9 @@ class TorchDistTransport(Transport):
         gone = self._mailbox.failure(dst)
         if isinstance(gone, PeerFailedError):  # gloo would buffer the frame and report it sent
             raise PeerFailedError(f"party {self.name!r} cannot send to {dst!r}: {gone}")
-        self._send_raw(dst, len(frame), frame)
+        with self._send_locks[dst]:  # sealing and sending in one order: the counter is the wire's
+            payload = self._links[dst].seal(frame) if self._links else frame
+            self._send_raw(dst, len(payload), payload)
 
     def close(self, *, linger: float = 30.0) -> None:
         """Tell every peer this party is done, wait for theirs, and leave the group."""
@@ -154,7 +196,8 @@ class TorchDistTransport(Transport):
         self._closed = True
         for peer in self.peers:
             try:
-                self._send_raw(peer, _CLOSE, None)
+                with self._send_locks[peer]:
+                    self._send_raw(peer, _CLOSE, None)
             except RuntimeError:
                 continue  # that peer is gone already; nothing to tell it
         deadline = time.monotonic() + linger
@@ -179,84 +222,6 @@ def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, 
         results.put((name, "ok", value, transport.meter.to_dict(), transport.log if record else []))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
         results.put((name, "error", _portable(exc), None, []))
-
-
-def _connect(host: str, port: int, parties: int, is_master: bool, deadline: float) -> Any:
-    """The rendezvous store: rank 0 serves it at once; the others try to reach it one
-    second at a time (Ctrl-C is answered between tries) until ``deadline``."""
-    if is_master:
-        return dist.TCPStore(host, port, parties, is_master=True, wait_for_workers=False,
-                             timeout=_dt.timedelta(seconds=max(deadline - time.monotonic(), 1.0)))
-    while True:
-        left = deadline - time.monotonic()
-        try:
-            store = dist.TCPStore(host, port, parties, is_master=False,
-                                  timeout=_dt.timedelta(seconds=min(max(left, 0.1), _CONNECT_TRY)))
-        except RuntimeError as exc:
-            if "timed out" not in str(exc):
-                raise  # not a peer that is late (e.g. a host that does not resolve): say so now
-            if left <= _CONNECT_TRY:
-                raise TimeoutError("timed out: no party listens there") from None
-            continue
-        store.set_timeout(_dt.timedelta(seconds=max(left, 1.0)))
-        return store
-
-
-def _await_parties(store: Any, parties: int, deadline: float) -> None:
-    """Count this party in and wait, in short sleeps, until every party has."""
-    arrived = store.add(_ARRIVED, 1)
-    while arrived < parties:
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out waiting for the other parties: {arrived}/{parties} joined")
-        time.sleep(_POLL)
-        arrived = store.add(_ARRIVED, 0)
-
-
-def _gloo_reason(exc: BaseException) -> str:
-    """The gist of a gloo error: its first sentence, without the source location in front."""
-    lines = str(exc).strip().splitlines()
-    text = re.sub(r"^\[[^\]]*\]\s*", "", lines[0]) if lines else ""
-    return text.split(". ")[0] or type(exc).__name__
-
-
-def _check_agreement(store: Any, name: str, parties: tuple[str, ...], mine: dict[str, Any], *,
-                     serving: bool) -> None:
-    """ProtocolError unless every party announced the same party list and settings as this one.
-
-    The store lives in the ``serving`` party (rank 0), so on a mismatch it waits (briefly)
-    for every party to have read the announcements before it raises and ends."""
-    problem = _disagreement(store, name, parties, mine)
-    checked = store.add(_CHECKED, 1)
-    if problem is None:
-        return
-    deadline = time.monotonic() + _LINGER_ON_MISMATCH
-    while serving and checked < len(parties) and time.monotonic() < deadline:
-        time.sleep(_POLL)
-        checked = store.add(_CHECKED, 0)
-    raise ProtocolError(problem)
-
-
-def _disagreement(store: Any, name: str, parties: tuple[str, ...], mine: dict[str, Any]) -> str | None:
-    """Why the announcements differ from ``mine``, or None."""
-    want = json.loads(json.dumps(mine, sort_keys=True))
-    for rank, party in enumerate(parties):
-        key = f"{_WHO}/{rank}"
-        if not store.check([key]):
-            return (f"party {name!r}: no party joined as {party!r} (two parties may have been given the same"
-                    " name, or the parties were listed in different orders)")
-        try:
-            theirs = json.loads(store.get(key).decode())
-        except (UnicodeDecodeError, ValueError):
-            return f"party {name!r}: the party joined as {party!r} sent an unreadable announcement"
-        if theirs == want:
-            continue
-        if not isinstance(theirs, dict):
-            return f"party {name!r}: the party joined as {party!r} sent an unreadable announcement"
-        keys = sorted(k for k in set(want) | set(theirs) if theirs.get(k) != want.get(k))
-        return (f"party {name!r}: the party joined as {party!r} was started with"
-                f" {', '.join(f'{k}={theirs.get(k)!r}' for k in keys)}; this party with"
-                f" {', '.join(f'{k}={want.get(k)!r}' for k in keys)}. Start every party with the same")
-    return None
 
 
 def _portable(exc: BaseException) -> BaseException:

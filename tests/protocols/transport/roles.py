@@ -65,3 +65,21 @@ def join_and_report(name, parties, port, agree, results):
         results.put((name, "ok"))
     except Exception as exc:  # noqa: BLE001 - reported to the test
         results.put((name, f"{type(exc).__name__}: {exc}"))
+
+
+def authenticated_ring(name, parties, port, keys, trust_of, results):
+    """Join with an identity (raw private key ``keys[name]``) trusting ``trust_of[name]``, run
+    :func:`ring` with length 5; put (name, result or error text) on ``results``."""
+    from protocols.channels.crypto import load_private
+    from protocols.transport.torchdist import TorchDistTransport
+
+    try:
+        transport = TorchDistTransport(name, parties, host="127.0.0.1", port=port, connect_timeout=30,
+                                       identity=load_private(keys[name]), trusted=trust_of[name])
+        try:
+            value = ring(transport, length=5)
+        finally:
+            transport.close(linger=2.0)
+        results.put((name, value))
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put((name, f"{type(exc).__name__}: {exc}"))

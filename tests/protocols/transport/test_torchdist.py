@@ -94,12 +94,48 @@ def test_parties_started_with_other_settings_each_get_one_clear_error_instead_of
     assert "the party joined as 'a' was started with method='stfl'" in outcome["b"]
 
 
+def _authenticated_ring(distrust=None):
+    """Three parties with identities, each trusting the others' keys (``distrust``: (who, whom)
+    pins a stranger's key instead); name -> ring result or error text."""
+    import multiprocessing as mp
+
+    from protocols.channels import crypto
+    from protocols.transport.torchdist import free_port
+
+    names = ("a", "b", "c")
+    keys = {n: crypto.private_bytes(crypto.new_private_key()) for n in names}
+    public = {n: crypto.public_bytes(crypto.load_private(k)) for n, k in keys.items()}
+    trust = {n: {m: public[m] for m in names if m != n} for n in names}
+    if distrust:
+        trust[distrust[0]][distrust[1]] = crypto.public_bytes(crypto.new_private_key())
+    ctx, port = mp.get_context("spawn"), free_port()
+    results = ctx.Queue()
+    procs = [ctx.Process(target=roles.authenticated_ring, args=(n, names, port, keys, trust, results))
+             for n in names]
+    for proc in procs:
+        proc.start()
+    outcome = dict(results.get(timeout=90) for _ in procs)
+    for proc in procs:
+        proc.join(timeout=30)
+    return outcome
+
+
+def test_parties_with_pinned_identities_talk_over_sealed_links():
+    assert _authenticated_ring() == {"a": 10.0, "b": 0.0, "c": 5.0}  # what the plain ring gives
+
+
+def test_a_party_pinning_a_key_its_peer_lacks_stops_both_at_the_handshake():
+    outcome = _authenticated_ring(distrust=("c", "a"))
+    assert outcome["c"].startswith("CryptoError: party 'c': the link to 'a' failed authentication")
+    assert outcome["a"].startswith("CryptoError: party 'a': the link to 'c' failed authentication")
+
+
 def test_gloo_errors_are_cut_to_their_gist():
-    from protocols.transport.torchdist import _gloo_reason
+    from protocols.transport.rendezvous import gloo_reason
 
     text = ("[/__w/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
             "[127.0.0.1]:45785. This is typically caused by a remote worker crashing. GLHF!")
-    assert _gloo_reason(RuntimeError(text)) == "Connection closed by peer [127.0.0.1]:45785"
+    assert gloo_reason(RuntimeError(text)) == "Connection closed by peer [127.0.0.1]:45785"
 
 
 @pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", "host:abc", ":80"])

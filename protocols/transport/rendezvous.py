@@ -1,0 +1,111 @@
+"""The torch.distributed rendezvous: reaching rank 0's store, waiting for every party,
+and checking that all were started alike, each wait a short call in a Python loop.
+
+torch's own waits for peers (in ``TCPStore``) hold the GIL, so Ctrl-C would go
+unanswered until they time out; here it is answered between tries and polls.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import time
+from typing import Any
+
+import torch.distributed as dist
+
+from protocols.errors import ProtocolError
+
+_ARRIVED = "securefl/arrived"  # rendezvous counter: each party adds 1 once its store is up
+_WHO = "securefl/who"  # + "/<rank>": what that party was started with (see check_agreement)
+_CHECKED = "securefl/checked"  # counter: parties that have compared every announcement with their own
+_LINGER_ON_MISMATCH = 3.0  # seconds rank 0 keeps the store up for the others to read a mismatch
+_CONNECT_TRY = 1.0  # seconds of one attempt to reach the rendezvous store
+_POLL = 0.1  # seconds between looks at the rendezvous counter
+
+
+def connect(host: str, port: int, parties: int, is_master: bool, deadline: float) -> Any:
+    """The rendezvous store: rank 0 serves it at once; the others try to reach it one
+    second at a time (Ctrl-C is answered between tries) until ``deadline``."""
+    if is_master:
+        return dist.TCPStore(host, port, parties, is_master=True, wait_for_workers=False,
+                             timeout=_dt.timedelta(seconds=max(deadline - time.monotonic(), 1.0)))
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            store = dist.TCPStore(host, port, parties, is_master=False,
+                                  timeout=_dt.timedelta(seconds=min(max(left, 0.1), _CONNECT_TRY)))
+        except RuntimeError as exc:
+            if "timed out" not in str(exc):
+                raise  # not a peer that is late (e.g. a host that does not resolve): say so now
+            if left <= _CONNECT_TRY:
+                raise TimeoutError("timed out: no party listens there") from None
+            continue
+        store.set_timeout(_dt.timedelta(seconds=max(left, 1.0)))
+        return store
+
+
+def announce(store: Any, rank: int, mine: dict[str, Any]) -> None:
+    """Put what this party was started with where the others compare it (before it counts in)."""
+    store.set(f"{_WHO}/{rank}", json.dumps(mine, sort_keys=True))
+
+
+def await_parties(store: Any, parties: int, deadline: float) -> None:
+    """Count this party in and wait, in short sleeps, until every party has."""
+    arrived = store.add(_ARRIVED, 1)
+    while arrived < parties:
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out waiting for the other parties: {arrived}/{parties} joined")
+        time.sleep(_POLL)
+        arrived = store.add(_ARRIVED, 0)
+
+
+def check_agreement(store: Any, name: str, parties: tuple[str, ...], mine: dict[str, Any], *,
+                     serving: bool) -> None:
+    """ProtocolError unless every party announced the same party list and settings as this one.
+
+    The store lives in the ``serving`` party (rank 0), so on a mismatch it waits (briefly)
+    for every party to have read the announcements before it raises and ends."""
+    problem = _disagreement(store, name, parties, mine)
+    checked = store.add(_CHECKED, 1)
+    if problem is None:
+        return
+    deadline = time.monotonic() + _LINGER_ON_MISMATCH
+    while serving and checked < len(parties) and time.monotonic() < deadline:
+        time.sleep(_POLL)
+        checked = store.add(_CHECKED, 0)
+    raise ProtocolError(problem)
+
+
+def _disagreement(store: Any, name: str, parties: tuple[str, ...], mine: dict[str, Any]) -> str | None:
+    """Why the announcements differ from ``mine``, or None."""
+    want = json.loads(json.dumps(mine, sort_keys=True))
+    for rank, party in enumerate(parties):
+        key = f"{_WHO}/{rank}"
+        if not store.check([key]):
+            return (f"party {name!r}: no party joined as {party!r} (two parties may have been given the same"
+                    " name, or the parties were listed in different orders)")
+        try:
+            theirs = json.loads(store.get(key).decode())
+        except (UnicodeDecodeError, ValueError):
+            return f"party {name!r}: the party joined as {party!r} sent an unreadable announcement"
+        if theirs == want:
+            continue
+        if not isinstance(theirs, dict):
+            return f"party {name!r}: the party joined as {party!r} sent an unreadable announcement"
+        keys = sorted(k for k in set(want) | set(theirs) if theirs.get(k) != want.get(k))
+        return (f"party {name!r}: the party joined as {party!r} was started with"
+                f" {', '.join(f'{k}={theirs.get(k)!r}' for k in keys)}; this party with"
+                f" {', '.join(f'{k}={want.get(k)!r}' for k in keys)}. Start every party with the same")
+    return None
+
+
+def gloo_reason(exc: BaseException) -> str:
+    """The gist of a gloo error: its first sentence, without the source location in front."""
+    lines = str(exc).strip().splitlines()
+    text = re.sub(r"^\[[^\]]*\]\s*", "", lines[0]) if lines else ""
+    return text.split(". ")[0] or type(exc).__name__
+
+
+__all__ = ["announce", "await_parties", "check_agreement", "connect", "gloo_reason"]

@@ -1,0 +1,98 @@
+"""Authenticated links: the handshake over raw bytes, and sealed frames that fail on any change."""
+
+import queue
+import threading
+
+import pytest
+
+from protocols.channels import crypto
+from protocols.errors import CryptoError, InputError
+from protocols.transport.links import Link, check_identity, handshake
+
+
+def _pair(a_key, b_key, *, a_trusts, b_trusts, tamper=None):
+    """Run both ends of the handshake in threads over queues; (a's outcome, b's outcome)."""
+    wires = {"a": queue.Queue(), "b": queue.Queue()}  # what each end receives
+    outcome = {}
+
+    def end(me, peer, key, trusts, initiator):
+        def send(data):
+            wires[peer].put(tamper(me, data) if tamper else data)
+        try:
+            outcome[me] = handshake(me, peer, initiator=initiator, identity=key, trusted=trusts,
+                                    send=send, recv=lambda: wires[me].get(timeout=10))
+        except CryptoError as exc:
+            outcome[me] = exc
+
+    threads = [threading.Thread(target=end, args=("a", "b", a_key, a_trusts, True)),
+               threading.Thread(target=end, args=("b", "a", b_key, b_trusts, False))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    return outcome["a"], outcome["b"]
+
+
+@pytest.fixture
+def keys():
+    a, b = crypto.new_private_key(), crypto.new_private_key()
+    return a, b, crypto.public_bytes(a), crypto.public_bytes(b)
+
+
+def test_parties_that_trust_each_others_keys_get_a_working_link(keys):
+    a, b, a_pub, b_pub = keys
+    link_a, link_b = _pair(a, b, a_trusts=b_pub, b_trusts=a_pub)
+    assert isinstance(link_a, Link) and isinstance(link_b, Link)
+    sealed = link_a.seal(b"frame one")
+    assert b"frame one" not in sealed and link_b.open(sealed) == b"frame one"
+    assert link_a.open(link_b.seal(b"reply")) == b"reply"
+
+
+def test_a_pinned_key_the_peer_does_not_hold_fails_both_ends(keys):
+    a, b, a_pub, _ = keys
+    stranger = crypto.public_bytes(crypto.new_private_key())
+    out_a, out_b = _pair(a, b, a_trusts=stranger, b_trusts=a_pub)
+    assert isinstance(out_a, CryptoError) and "the link to 'b' failed authentication" in str(out_a)
+    assert isinstance(out_b, CryptoError)
+
+
+def test_an_impostor_announcing_the_trusted_public_key_cannot_confirm(keys):
+    # an impostor, holding its own private key, announces b's public key as its identity
+    a, b, a_pub, b_pub = keys
+    impostor = crypto.new_private_key()
+
+    def swap_static(sender, data):  # the impostor's hello carries b's public key as its static key
+        if sender == "b" and len(data) == 2 * crypto.KEY_BYTES:
+            return data[:crypto.KEY_BYTES] + b_pub
+        return data
+
+    out_a, out_b = _pair(a, impostor, a_trusts=b_pub, b_trusts=a_pub, tamper=swap_static)
+    assert isinstance(out_a, CryptoError) and isinstance(out_b, CryptoError)
+
+
+@pytest.mark.parametrize("change", ["flip", "replay", "reorder", "foreign"])
+def test_any_changed_frame_fails_authentication(keys, change):
+    a, b, a_pub, b_pub = keys
+    link_a, link_b = _pair(a, b, a_trusts=b_pub, b_trusts=a_pub)
+    first, second = link_a.seal(b"first"), link_a.seal(b"second")
+    if change == "flip":
+        frames = [first[:-1] + bytes([first[-1] ^ 1])]
+    elif change == "replay":
+        frames = [first, first]
+    elif change == "reorder":
+        frames = [second, first]
+    else:  # sealed on another link between the same two names
+        other_a, _ = _pair(a, b, a_trusts=b_pub, b_trusts=a_pub)
+        frames = [other_a.seal(b"first")]
+    with pytest.raises(CryptoError, match="a frame from 'a' failed authentication"):
+        for frame in frames:
+            link_b.open(frame)
+
+
+def test_identity_and_trusted_keys_go_together_and_pin_every_peer(keys):
+    a, _, _, b_pub = keys
+    with pytest.raises(InputError, match="go together"):
+        check_identity("a", ("b",), a, None)
+    with pytest.raises(InputError, match="no trusted key for 'c'"):
+        check_identity("a", ("b", "c"), a, {"b": b_pub})
+    check_identity("a", ("b",), None, None)
