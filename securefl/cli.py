@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Sequence
 
-from protocols.errors import ProtocolError, SecureFLError
+from protocols.errors import CryptoError, ProtocolError, SecureFLError
 
 EXIT_USAGE = 2
 EXIT_PROTOCOL = 3
@@ -19,13 +19,14 @@ EXIT_PROTOCOL = 3
 
 def build_parser() -> argparse.ArgumentParser:
     from securefl import __version__
-    from securefl.commands import demo, psi, run
+    from securefl.commands import demo, keygen, psi, run
 
     parser = argparse.ArgumentParser(
         prog="securefl", description="Secure federated learning across organisations.")
     parser.add_argument("--version", action="version", version=f"securefl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     demo.add_parser(sub)
+    keygen.add_parser(sub)
     psi.add_parser(sub)
     run.add_parser(sub)
     return parser
@@ -46,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except ProtocolError as exc:
         print(f"securefl {args.command}: protocol error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_PROTOCOL
+    except CryptoError as exc:  # a peer's message or link failed authentication
+        print(f"securefl {args.command}: authentication error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_PROTOCOL
     except SecureFLError as exc:
         print(f"securefl {args.command}: error: {_one_line(exc)}", file=sys.stderr)

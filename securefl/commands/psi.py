@@ -15,6 +15,7 @@ from typing import Any
 
 from protocols.errors import InputError
 from protocols.psi import check_ids, intersect, psi_two_party
+from securefl.commands import keygen
 from securefl.data import read_party_csv, write_csv_atomically
 from securefl.results import check_output, write_json_atomically
 
@@ -38,6 +39,7 @@ def add_parser(subparsers: Any) -> None:
                    help="with --role: the server listens here, the client connects here")
     p.add_argument("--workers", type=int, default=None, help="processes for blinding (default: all cores)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the peer")
+    keygen.add_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -48,6 +50,8 @@ def _check_args(args: argparse.Namespace) -> None:
                              " use --role server|client --peer HOST:PORT to run one party")
         if args.peer:
             raise InputError("--peer needs --role server|client")
+        if args.identity or args.trust:
+            raise InputError("--identity and --trust need --role server|client (links over the network)")
     else:
         if len(args.files) != 1:
             raise InputError(f"with --role, give only this party's CSV (got {len(args.files)} files)")
@@ -90,9 +94,11 @@ def _run_network(args: argparse.Namespace) -> int:
     host, port = parse_address(args.peer)
     frame, ids = _load(Path(args.files[0]), args.id_column)
     peer = "client" if args.role == "server" else "server"
+    identity, trusted = keygen.load_identity(args, [peer])
     start = time.perf_counter()
     transport = TorchDistTransport(args.role, ("server", "client"), host=host, port=port,
-                                   timeout=args.timeout, connect_timeout=args.timeout, agree={"command": "psi"})
+                                   timeout=args.timeout, connect_timeout=args.timeout, agree={"command": "psi"},
+                                   **keygen.transport_keys(identity, trusted))
     try:
         result = psi_two_party(transport, peer=peer, ids=ids, workers=args.workers)
     finally:
@@ -103,6 +109,7 @@ def _run_network(args: argparse.Namespace) -> int:
     # Two parties: what both sent is what this one sent plus what it received.
     _report(args, size=result.size, seconds=seconds, nbytes=meter.bytes_sent + meter.bytes_received,
             extra={"mode": "network", "role": args.role, "rows": len(frame),
+                   "authenticated_links": identity is not None,
                    "bytes_sent": meter.bytes_sent, "bytes_received": meter.bytes_received})
     return 0
 

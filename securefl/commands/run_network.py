@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from protocols.errors import InputError
+from securefl.commands import keygen
 from securefl.results import write_json_atomically
 
 NETWORK_METHODS = ("stfl", "he-vfl", "gl")
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="with --role: the active party (gl: the server) listens here, the others connect here")
     group.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                        help="with --role: seconds to wait for the other parties to join (default 600)")
+    keygen.add_arguments(group)
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -61,7 +63,7 @@ def _names(text: str) -> tuple[str, ...]:
 def check_args(args: argparse.Namespace) -> None:
     """One-line InputErrors for a network option that is missing, misplaced or malformed."""
     if args.role is None:
-        for dest in ("peer", "parties", "timeout"):
+        for dest in ("peer", "parties", "timeout", "identity", "trust"):
             if getattr(args, dest) != args.option_default(dest):
                 raise InputError(f"--{dest} needs --role NAME (one party over the network)")
         return
@@ -119,9 +121,11 @@ def run_as(args: argparse.Namespace, parties: tuple[str, ...], role: Callable[..
     from protocols.transport.torchdist import TorchDistTransport, parse_address
 
     host, port = parse_address(args.peer)
+    identity, trusted = keygen.load_identity(args, [p for p in parties if p != args.role])
     start = time.perf_counter()
     transport = TorchDistTransport(args.role, parties, host=host, port=port, timeout=wait,
-                                   connect_timeout=args.timeout, agree={"command": f"run {args.method}", **agree})
+                                   connect_timeout=args.timeout, agree={"command": f"run {args.method}", **agree},
+                                   **keygen.transport_keys(identity, trusted))
     try:
         result = role(transport, **kwargs)
     except BaseException:  # Ctrl-C or an error: tell the peers, but do not wait out theirs
@@ -202,7 +206,7 @@ def _report(args: argparse.Namespace, party: dict[str, Any], meter: Any, seconds
               "seconds": seconds, "bytes": sent + received, "bytes_sent": sent, "bytes_received": received,
               "intersection_size": party.get("intersection_size", party.get("intersection")),
               "settings": {**config.settings(), "all_data": args.all_data, "backend": "torch (network)",
-                           "peer": args.peer}}
+                           "peer": args.peer, "authenticated_links": args.identity is not None}}
     if not active:
         report["metrics"] = {}  # a passive party learns no labels, so no metric
     return report

@@ -105,6 +105,7 @@ def _common(args: argparse.Namespace, config: Any, meter: Any, seconds: float) -
             "party": args.role, "parties": [SERVER, *args.parties], "seconds": seconds,
             "bytes": sent + received, "bytes_sent": sent, "bytes_received": received,
             "settings": {**config.settings(), "backend": "torch (network)", "peer": args.peer,
+                         "authenticated_links": args.identity is not None,
                          "federated": "global layers (MLP layers 2-4)",
                          "aggregation": "secure (masked sums)" if config.secure else "plain"}}
 

@@ -81,6 +81,32 @@ def test_one_party_per_process_gives_the_simulations_result(tmp_path, method_arg
     assert "accuracy" in outs[0][0] and "common rows" in outs[1][0]
 
 
+@pytest.mark.multiprocess
+def test_parties_with_identity_keys_run_over_authenticated_links_to_the_same_result(tmp_path):
+    # Arrange: each party makes its key and trusts the other's public key
+    files = _party_files(tmp_path)
+    for name in ("active", "passive"):
+        assert main(["keygen", str(tmp_path / f"{name}.key")]) == 0
+    for name, other in (("active", "passive"), ("passive", "active")):
+        public = (tmp_path / f"{other}.key.pub").read_text().strip()
+        (tmp_path / f"{name}.trust").write_text(f"{other} {public}\n")
+    local = tmp_path / "local.json"
+    assert main(["run", "stfl", *SETTINGS, "--party-csv", *map(str, files), "--json", str(local)]) == 0
+    # Act
+    port = free_port()
+    procs = [subprocess.Popen([*RUN, "--party-csv", str(path), "--role", name, "--peer", f"127.0.0.1:{port}",
+                               "--identity", str(tmp_path / f"{name}.key"), "--trust", str(tmp_path / f"{name}.trust"),
+                               "--json", str(tmp_path / f"{name}.json")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+             for name, path in zip(("active", "passive"), files)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    # Assert
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    got = json.loads((tmp_path / "active.json").read_text())
+    assert got["metrics"] == json.loads(local.read_text())["metrics"]
+    assert got["settings"]["authenticated_links"] is True
+
+
 def _wait_for_listener(port):
     for _ in range(600):
         try:
