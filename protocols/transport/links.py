@@ -19,7 +19,9 @@ sealed:
   fails authentication.
 
 Every failure is the one :class:`~protocols.errors.CryptoError`, naming the peer but
-not the check. The 16-byte tag per frame is not counted in the transport's bytes
+not the check. A man in the middle can still cut a link (the transport's close signal
+and the lengths in front of frames are not sealed), but not read, forge, replay or
+reorder what travels on it. The 16-byte tag per frame is not counted in the transport's bytes
 (which count codec frames on every backend alike).
 """
 

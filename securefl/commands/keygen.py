@@ -64,8 +64,11 @@ def load_identity(args: argparse.Namespace, peers: Sequence[str]) -> tuple[Any, 
 
 
 def read_private(path: Path) -> Any:
-    """The X25519 private key in ``path`` (as ``keygen`` writes it)."""
+    """The X25519 private key in ``path`` (as ``keygen`` writes it); like ssh, refused if
+    others may read the file."""
     text = _read(path, "--identity").strip()
+    if os.name == "posix" and os.stat(path).st_mode & 0o077:
+        raise InputError(f"--identity {path}: others may read or change this private key; chmod 600 {path}")
     if len(text) != KEY_HEX or not _is_hex(text):
         raise InputError(f"--identity {path}: not a securefl private key ({KEY_HEX} hex digits; see securefl keygen)")
     return crypto.load_private(bytes.fromhex(text))

@@ -53,9 +53,18 @@ def test_bad_trust_files_are_one_line_errors_naming_the_line(tmp_path, text, mes
         read_trust(path, ["shop"])
 
 
+def test_a_private_key_others_may_read_is_refused(tmp_path):
+    key = tmp_path / "bank.key"
+    main(["keygen", str(key)])
+    key.chmod(0o644)
+    with pytest.raises(InputError, match="others may read or change this private key; chmod 600"):
+        read_private(key)
+
+
 def test_a_file_that_is_not_a_private_key_is_refused(tmp_path):
     path = tmp_path / "k"
     path.write_text("not a key\n")
+    path.chmod(0o600)
     with pytest.raises(InputError, match="not a securefl private key"):
         read_private(path)
 
