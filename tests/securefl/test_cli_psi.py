@@ -91,22 +91,37 @@ def test_bad_network_arguments_are_one_line_errors(tmp_path, two_parties, capsys
     assert code == 2 and message in err and len(err.splitlines()) == 1
 
 
+def _keys(folder):
+    """Each role's --identity and --trust options, each trusting the other's public key."""
+    for role in ("server", "client"):
+        assert main(["keygen", str(folder / f"{role}.key")]) == 0
+    options = {}
+    for role, other in (("server", "client"), ("client", "server")):
+        (folder / f"{role}.trust").write_text(f"{other} {(folder / f'{other}.key.pub').read_text()}")
+        options[role] = ["--identity", str(folder / f"{role}.key"), "--trust", str(folder / f"{role}.trust")]
+    return options
+
+
 @pytest.mark.multiprocess
-def test_network_psi_runs_each_party_in_its_own_process(tmp_path, two_parties):
+@pytest.mark.parametrize("keys", [False, True], ids=["plain", "authenticated"])
+def test_network_psi_runs_each_party_in_its_own_process(tmp_path, two_parties, keys):
     left, right = two_parties
     port = free_port()
     cmd = [sys.executable, "-m", "securefl", "psi", "--id-column", "id", "--out", str(tmp_path / "net"),
            "--peer", f"127.0.0.1:{port}", "--timeout", "60"]
+    extra = _keys(tmp_path) if keys else {"server": [], "client": []}
 
-    server = subprocess.Popen([*cmd, str(left), "--role", "server", "--json", str(tmp_path / "s.json")])
-    client = subprocess.run([*cmd, str(right), "--role", "client"], timeout=120)
+    server = subprocess.Popen([*cmd, str(left), "--role", "server", "--json", str(tmp_path / "s.json"),
+                               *extra["server"]])
+    client = subprocess.run([*cmd, str(right), "--role", "client", *extra["client"]], timeout=120)
     server.wait(timeout=60)
 
     assert server.returncode == 0 and client.returncode == 0
     got_s = pd.read_csv(tmp_path / "net" / "server.csv", dtype=str, keep_default_na=False)
     got_c = pd.read_csv(tmp_path / "net" / "client.csv", dtype=str, keep_default_na=False)
     assert got_s["id"].tolist() == got_c["id"].tolist() and sorted(got_s["id"]) == ["NA", "a", "c"]
-    assert json.loads((tmp_path / "s.json").read_text())["intersection_size"] == 3
+    report = json.loads((tmp_path / "s.json").read_text())
+    assert report["intersection_size"] == 3 and report["authenticated_links"] is keys
 
 
 @pytest.mark.multiprocess
