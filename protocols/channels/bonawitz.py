@@ -27,7 +27,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from protocols.channels import crypto
 from protocols.channels.shamir import SHARE_BYTES, Share
 from protocols.codec import Message, Tag
-from protocols.errors import CryptoError, DropoutError, InputError, PeerTimeoutError, ProtocolError
+from protocols.errors import (CryptoError, DropoutError, InputError, PeerFailedError, PeerTimeoutError,
+                              ProtocolError)
 from protocols.transport.base import Transport
 
 SEALED_SHARES_BYTES = 2 * SHARE_BYTES + crypto.TAG_BYTES
@@ -150,29 +151,35 @@ def collect(transport: Transport, senders: Sequence[str], tag: Tag,
             timeout: float) -> tuple[dict[str, Message], float]:
     """Receive ``tag`` from each sender until all arrived or ``timeout`` passed.
 
-    Returns the messages that arrived and the seconds spent idle after the last
-    arrival waiting for the rest (the cost of detecting dropouts).
+    A sender that has left (closed its transport, or its link broke) counts as
+    dropped at once, as one that stays silent until ``timeout`` does. Returns the
+    messages that arrived and the seconds spent idle after the last arrival waiting
+    for the rest (the cost of detecting dropouts).
     """
     start = time.monotonic()
     deadline, last = start + timeout, start
     pending, got = list(senders), {}
     while pending:
         for name in list(pending):
-            if _try_recv(transport, name, tag, 0.0, got):
+            if _try_recv(transport, name, tag, 0.0, got) is not None:
                 pending.remove(name)
-                last = time.monotonic()
+                last = time.monotonic() if name in got else last
         remaining = deadline - time.monotonic()
         if not pending or remaining <= 0:
             break
-        if _try_recv(transport, pending[0], tag, min(remaining, POLL_SECONDS), got):
+        if _try_recv(transport, pending[0], tag, min(remaining, POLL_SECONDS), got) is not None:
+            last = time.monotonic() if pending[0] in got else last
             pending.pop(0)
-            last = time.monotonic()
     return got, (time.monotonic() - last if pending else 0.0)
 
 
-def _try_recv(transport: Transport, src: str, tag: Tag, timeout: float, into: dict[str, Message]) -> bool:
+def _try_recv(transport: Transport, src: str, tag: Tag, timeout: float,
+              into: dict[str, Message]) -> bool | None:
+    """True: ``src``'s message arrived (in ``into``); False: ``src`` has left; None: not yet."""
     try:
         into[src] = transport.recv(src, tag, timeout=timeout)
     except PeerTimeoutError:
+        return None
+    except PeerFailedError:
         return False
     return True

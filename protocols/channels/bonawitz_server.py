@@ -4,7 +4,8 @@ The server relays keys and sealed shares, sums the masked inputs of the survivor
 U3, asks U3 for the shares that remove the masks -- self-mask seeds b_u of U3 and
 pairwise keys s_sk_u of the clients that shared keys but sent no input (U2 \\ U3) --
 and learns only the sum. Each stage waits ``config.stage_timeout`` seconds at most;
-a client that sent nothing by then counts as dropped. Fewer than t clients left at
+a client that sent nothing by then, or that has left (closed its transport), counts
+as dropped, and what the server would send it is skipped. Fewer than t clients left at
 any stage is a :class:`~protocols.errors.DropoutError`.
 """
 
@@ -20,7 +21,7 @@ from protocols.channels.bonawitz import (SEALED_SHARES_BYTES, Roster, array_fiel
 from protocols.channels.config import SecAggConfig, SecAggResult, secagg_tag
 from protocols.codec import Message
 from protocols.errors import CryptoError, InputError, ProtocolError
-from protocols.transport.base import Transport
+from protocols.transport.base import Transport, send_to_present
 
 
 def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAggConfig,
@@ -32,8 +33,8 @@ def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAg
     u1 = [c for c in clients if c in ads]
     require_survivors(len(u1), n, t, "advertised keys", round)
     roster = _roster(u1, ads, t)
-    transport.broadcast(clients, secagg_tag(round, "roster"), names=u1, c_pks=roster.key_array("c"),
-                        s_pks=roster.key_array("s"), threshold=t, n_clients=n)
+    send_to_present(transport, clients, secagg_tag(round, "roster"), names=u1, c_pks=roster.key_array("c"),
+                    s_pks=roster.key_array("s"), threshold=t, n_clients=n)
 
     shares, waited = collect(transport, u1, secagg_tag(round, "shares"), timeout)
     wait += waited
@@ -46,7 +47,7 @@ def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAg
     u3 = [c for c in u2 if c in masked]
     require_survivors(len(u3), n, t, "sent a masked input", round)
     total = _sum_masked(masked, u3)
-    transport.broadcast(u2, secagg_tag(round, "unmask"), survivors=u3)
+    send_to_present(transport, u2, secagg_tag(round, "unmask"), survivors=u3)
 
     reveals, waited = collect(transport, u3, secagg_tag(round, "reveal"), timeout)
     wait += waited
@@ -84,7 +85,7 @@ def _relay_shares(transport: Transport, roster: Roster, shares: dict[str, Messag
         senders = [u for u in u2 if u != v]
         stacked = np.stack([rows[u][v] for u in senders]) if senders \
             else np.zeros((0, SEALED_SHARES_BYTES), np.uint8)
-        transport.send(v, secagg_tag(round, "inbox"), members=u2, ct=stacked, **{"from": senders})
+        send_to_present(transport, [v], secagg_tag(round, "inbox"), members=u2, ct=stacked, **{"from": senders})
 
 
 def _sum_masked(masked: dict[str, Message], u3: list[str]) -> np.ndarray:

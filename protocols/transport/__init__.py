@@ -8,7 +8,7 @@ callback to parties in other processes.
 """
 
 from protocols.codec import Message, Tag
-from protocols.transport.base import DEFAULT_TIMEOUT, CommMeter, Transport
+from protocols.transport.base import DEFAULT_TIMEOUT, CommMeter, Transport, send_to_present
 from protocols.transport.inprocess import InProcessNetwork, InProcessTransport
 from protocols.transport.relay import Relay, relayed
 from protocols.transport.runner import BACKENDS, RunResult, run_parties
@@ -26,4 +26,5 @@ __all__ = [
     "Transport",
     "relayed",
     "run_parties",
+    "send_to_present",
 ]

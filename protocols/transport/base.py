@@ -12,7 +12,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from protocols.codec import Message, Tag, decode, decode_header, encode
 from protocols.errors import (DecodeError, InputError, PeerFailedError, PeerTimeoutError,
@@ -190,3 +190,16 @@ class Transport(ABC):
     @abstractmethod
     def _send_frame(self, dst: str, frame: bytes) -> None:
         """Move one encoded frame to ``dst`` (backend-specific)."""
+
+
+def send_to_present(transport: Transport, recipients: Sequence[str], tag: Tag, **fields: Any) -> list[str]:
+    """Send ``fields`` to each recipient still there; those that left are skipped (they dropped out).
+    Returns the recipients reached."""
+    reached = []
+    for name in recipients:
+        try:
+            transport.send(name, tag, **fields)
+        except PeerFailedError:
+            continue
+        reached.append(name)
+    return reached

@@ -171,7 +171,7 @@ class TorchDistTransport(Transport):
                         return
                 self._mailbox.put(peer, frame)
         except RuntimeError as exc:  # gloo reports a broken link as RuntimeError
-            self._mailbox.fail_peer(peer, ProtocolError(f"link to party {peer!r} broke: {gloo_reason(exc)}"))
+            self._mailbox.fail_peer(peer, PeerFailedError(f"link to party {peer!r} broke: {gloo_reason(exc)}"))
 
     def _send_raw(self, dst: str, size: int, payload: bytes | None) -> None:
         """Send a length (and the payload); callers hold ``dst``'s send lock."""

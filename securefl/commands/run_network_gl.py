@@ -64,12 +64,13 @@ def _serve(args: argparse.Namespace, config: Any, parties: tuple[str, ...]) -> i
     kwargs = {"clients": list(args.parties), "rounds": config.rounds(), "config": config.secagg()}
     result, meter, seconds = run_as(args, parties, averaging_server, kwargs, wait=config.stage_timeout,
                                     agree=_agreed(config))
-    rounds = result["round_seconds"]
-    report = {**_common(args, config, meter, seconds), "role": "server", "metrics": {},
+    rounds, dropped = result["round_seconds"], result["dropped"]
+    report = {**_common(args, config, meter, seconds), "role": "server", "metrics": {}, "dropped": dropped,
               "round_seconds": rounds, "rounds": len(rounds), "mean_round_seconds": sum(rounds) / len(rounds)}
     mode = "masked sums only" if config.secure else "plain averages, --no-secure-agg"
-    return finish(args, report, f"gl server: {len(rounds)} rounds averaged for {len(args.parties)} clients ({mode})"
-                                f" | {report['mean_round_seconds']:.3f} s/round | {_tail(report)}")
+    gone = "".join(f"; {c!r} dropped out in round {r}" for c, r in dropped.items())
+    return finish(args, report, f"gl server: {len(rounds)} rounds averaged for {len(args.parties)} clients ({mode}"
+                                f"{gone}) | {report['mean_round_seconds']:.3f} s/round | {_tail(report)}")
 
 
 def _client(args: argparse.Namespace, config: Any, parties: tuple[str, ...],

@@ -16,15 +16,15 @@ federated tensors. Learning code never touches the wire format.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from protocols.channels import SecAggConfig, average_client, average_server
+from protocols.channels import SecAggConfig, average_client, secagg_server, weighted_mean
 from protocols.codec import Tag
 from protocols.errors import InputError, ProtocolError
-from protocols.transport.base import Transport
+from protocols.transport.base import Transport, send_to_present
 
 FEDAVG_STAGE = "fedavg"
 
@@ -72,25 +72,39 @@ def client_average(transport: Transport, *, server: str, tensors: Sequence[torch
 
 def server_average(transport: Transport, *, clients: Sequence[str], config: SecAggConfig, round: int) -> float:
     """Aggregate one round (masked if ``config.secure``), send the average back; return the seconds taken."""
+    return _server_round(transport, clients, config, round)[0]
+
+
+def _server_round(transport: Transport, clients: Sequence[str], config: SecAggConfig,
+                  round: int) -> tuple[float, tuple[str, ...]]:
+    """One round: its seconds and the clients that dropped out of it. Every client still there gets
+    the average (one that has left is skipped)."""
     start = time.perf_counter()
-    mean = average_server(transport, clients=clients, config=config, round=round)
-    payload = mean.astype(np.float32)
-    for client in clients:
-        transport.send(client, average_tag(round), x=payload)
-    return time.perf_counter() - start
+    result = secagg_server(transport, clients=clients, config=config, round=round)
+    send_to_present(transport, clients, average_tag(round), x=weighted_mean(result).astype(np.float32))
+    return time.perf_counter() - start, tuple(result.dropped)
 
 
 def averaging_server(transport: Transport, *, clients: Sequence[str], rounds: int,
-                     config: SecAggConfig) -> dict[str, list[float]]:
+                     config: SecAggConfig) -> dict[str, Any]:
     """The server's whole role in a run of ``rounds`` averaging rounds: it holds no model.
 
-    Returns ``{"round_seconds": [...]}``: the wall time of each round's aggregation,
-    measured from the moment the server starts waiting for the clients' inputs.
+    Returns ``{"round_seconds": [...], "dropped": {client: first round it missed}}``: the
+    wall time of each round's aggregation, measured from the moment the server starts
+    waiting for the clients' inputs, and the clients that dropped out (secure
+    aggregation averages over the others). Every round asks every client again: one
+    that has left is noticed at once, a silent one after the stage timeout.
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise InputError(f"rounds must be a positive int, got {rounds!r}")
-    seconds = [server_average(transport, clients=clients, config=config, round=r) for r in range(rounds)]
-    return {"round_seconds": seconds}
+    seconds: list[float] = []
+    dropped: dict[str, int] = {}
+    for r in range(rounds):
+        took, gone = _server_round(transport, clients, config, r)
+        seconds.append(took)
+        for client in gone:
+            dropped.setdefault(client, r)
+    return {"round_seconds": seconds, "dropped": dropped}
 
 
 __all__ = ["FEDAVG_STAGE", "assign", "average_tag", "averaging_server", "client_average", "flatten",

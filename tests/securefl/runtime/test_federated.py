@@ -21,6 +21,13 @@ def _client(transport, *, tensors, config, rounds, weight):
     return [t.clone() for t in tensors]
 
 
+def _client_that_leaves(transport, *, tensors, config, rounds, weight, leave_after=None):
+    """Takes part in the first ``leave_after`` rounds (all without it), then ends (its transport
+    closes); returns a numpy vector, which crosses from a party process intact."""
+    rounds = rounds if leave_after is None else leave_after
+    return flatten(_client(transport, tensors=tensors, config=config, rounds=rounds, weight=weight))
+
+
 def _tensors():
     gen = torch.Generator().manual_seed(0)
     return {c: [torch.randn(3, 4, generator=gen), torch.randn(5, generator=gen)] for c in CLIENTS}
@@ -91,3 +98,22 @@ def test_a_client_whose_training_diverged_is_named_with_the_likely_cause():
     # Act / Assert
     with pytest.raises(InputError, match=r"'c1', round 0: .* nan or inf .*lower learning rate"):
         run_parties(roles, kwargs=kwargs, timeout=20)
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("secure", [True, False], ids=["secure", "plain"])
+def test_a_client_that_leaves_drops_out_and_the_others_average_on(secure):
+    # Arrange: c2 leaves after round 0 of 3; one process per party, as over a network
+    config = SecAggConfig(secure=secure)
+    start = _tensors()
+    roles = {"server": averaging_server, **{c: _client_that_leaves for c in CLIENTS}}
+    kwargs = {"server": {"clients": CLIENTS, "rounds": 3, "config": config},
+              **{c: {"tensors": start[c], "config": config, "rounds": 3, "weight": 1.0} for c in ("c0", "c1")},
+              "c2": {"tensors": start["c2"], "config": config, "rounds": 3, "weight": 1.0, "leave_after": 1}}
+    expected = sum(flatten(start[c]) for c in CLIENTS) / 3.0 + 3.0  # now: the parties share these tensors
+    # Act
+    run = run_parties(roles, kwargs=kwargs, backend="torch", timeout=60)
+    # Assert: round 0 averaged all three; rounds 1-2 average c0 and c1, which hold the same values by then
+    assert run.results["server"]["dropped"] == {"c2": 1}
+    for c in ("c0", "c1"):
+        np.testing.assert_allclose(run.results[c], expected, atol=1e-5)
