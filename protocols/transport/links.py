@@ -14,7 +14,8 @@ sealed:
 * confirmation, one each way: a sealed constant, so an impostor is caught at once
   rather than at its first real message.
 * frames: ChaCha20-Poly1305 under the direction's key, the nonce from the direction's
-  frame counter, the sender, receiver and counter bound as associated data. The links
+  counter, the sender, receiver and counter bound as associated data (a frame over
+  1 GiB is sealed in 1 GiB chunks, one counter value each). The links
   deliver frames in order, so a dropped, replayed, reordered, altered or foreign frame
   fails authentication.
 
@@ -38,36 +39,49 @@ from protocols.errors import CryptoError, InputError
 LINK_LABEL = "securefl/link/v1"
 CONFIRM = b"securefl/link/confirm"
 MAX_HANDSHAKE_BYTES = 1024
+CHUNK_BYTES = 1 << 30
+"""Plaintext bytes sealed per AEAD call; ChaCha20-Poly1305 in ``cryptography`` takes under 2 GiB."""
 
 
 class Link:
-    """One party's end of an authenticated link: the two direction keys and frame counters."""
+    """One party's end of an authenticated link: the two direction keys and frame counters.
 
-    __slots__ = ("me", "peer", "_send_key", "_recv_key", "_sent", "_received")
+    A frame longer than ``chunk`` bytes is sealed as consecutive chunks, each under its own
+    counter value (the AEAD takes at most 2 GiB per call); the receiver cuts it the same way.
+    """
 
-    def __init__(self, me: str, peer: str, *, send_key: bytes, recv_key: bytes) -> None:
+    __slots__ = ("me", "peer", "_send_key", "_recv_key", "_sent", "_received", "_chunk")
+
+    def __init__(self, me: str, peer: str, *, send_key: bytes, recv_key: bytes, chunk: int = CHUNK_BYTES) -> None:
         self.me, self.peer = me, peer
         self._send_key, self._recv_key = bytes(send_key), bytes(recv_key)
         self._sent = self._received = 0
+        self._chunk = chunk
 
     def __repr__(self) -> str:
         return f"Link({self.me!r} <-> {self.peer!r})"
 
     def seal(self, frame: bytes) -> bytes:
         """``frame`` encrypted and authenticated as this direction's next frame (callers keep order)."""
-        sealed = crypto.seal(self._send_key, self._sent, _associated(self.me, self.peer, self._sent), frame)
-        self._sent += 1
-        return sealed
+        view, parts = memoryview(frame), []
+        for start in range(0, max(len(frame), 1), self._chunk):
+            piece = frame if len(frame) <= self._chunk else bytes(view[start:start + self._chunk])
+            parts.append(crypto.seal(self._send_key, self._sent, _associated(self.me, self.peer, self._sent), piece))
+            self._sent += 1
+        return b"".join(parts)
 
     def open(self, sealed: bytes) -> bytes:
         """The peer's next frame, authenticated; CryptoError naming the peer otherwise."""
+        step, view, parts = self._chunk + crypto.TAG_BYTES, memoryview(sealed), []
         try:
-            frame = crypto.open_sealed(self._recv_key, self._received,
-                                       _associated(self.peer, self.me, self._received), sealed)
+            for start in range(0, max(len(sealed), 1), step):
+                parts.append(crypto.open_sealed(self._recv_key, self._received,
+                                                _associated(self.peer, self.me, self._received),
+                                                sealed if len(sealed) <= step else bytes(view[start:start + step])))
+                self._received += 1
         except CryptoError:
             raise CryptoError(f"party {self.me!r}: a frame from {self.peer!r} failed authentication") from None
-        self._received += 1
-        return frame
+        return b"".join(parts)
 
 
 def check_identity(name: str, peers: tuple[str, ...], identity: X25519PrivateKey | None,
@@ -140,4 +154,4 @@ def _associated(src: str, dst: str, seq: int) -> bytes:
     return crypto.transcript("securefl/link/frame", src, dst, seq)
 
 
-__all__ = ["CONFIRM", "LINK_LABEL", "Link", "MAX_HANDSHAKE_BYTES", "check_identity", "handshake"]
+__all__ = ["CHUNK_BYTES", "CONFIRM", "LINK_LABEL", "Link", "MAX_HANDSHAKE_BYTES", "check_identity", "handshake"]
