@@ -56,12 +56,14 @@ def sends_late(transport):
     return "sent"
 
 
-def join_and_report(name, parties, port, agree, results):
-    """Join a torch.distributed group with ``agree``; put (name, "ok" or the error text) on ``results``."""
+def join_and_report(name, parties, port, agreements, results):
+    """Join a torch.distributed group with ``agreements[name]``; put (name, "ok" or the error text)
+    on ``results``."""
     from protocols.transport.torchdist import TorchDistTransport
 
     try:
-        TorchDistTransport(name, parties, host="127.0.0.1", port=port, connect_timeout=30, agree=agree).close()
+        TorchDistTransport(name, parties, host="127.0.0.1", port=port, connect_timeout=30,
+                           agree=agreements[name]).close()
         results.put((name, "ok"))
     except Exception as exc:  # noqa: BLE001 - reported to the test
         results.put((name, f"{type(exc).__name__}: {exc}"))

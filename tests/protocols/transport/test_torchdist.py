@@ -62,23 +62,26 @@ def test_sending_to_a_peer_that_closed_its_transport_fails_instead_of_vanishing(
         run_parties({"quits": roles.quits, "sender": roles.sends_late}, backend="torch", timeout=60)
 
 
-def _join(agreements):
-    """Each party of ``agreements`` (name -> settings) in its own process; name -> outcome."""
+def _each_in_a_process(target, names, *args):
+    """``target(name, names, port, *args, results)`` in one spawned process per name; name -> outcome."""
     import multiprocessing as mp
 
     from protocols.transport.torchdist import free_port
 
     port, ctx = free_port(), mp.get_context("spawn")
     results = ctx.Queue()
-    names = tuple(agreements)
-    procs = [ctx.Process(target=roles.join_and_report, args=(n, names, port, agreements[n], results))
-             for n in names]
+    procs = [ctx.Process(target=target, args=(n, tuple(names), port, *args, results)) for n in names]
     for proc in procs:
         proc.start()
     outcome = dict(results.get(timeout=90) for _ in procs)
     for proc in procs:
         proc.join(timeout=30)
     return outcome
+
+
+def _join(agreements):
+    """Each party of ``agreements`` (name -> settings) joins in its own process; name -> outcome."""
+    return _each_in_a_process(roles.join_and_report, tuple(agreements), agreements)
 
 
 def test_parties_started_alike_join():
@@ -97,10 +100,7 @@ def test_parties_started_with_other_settings_each_get_one_clear_error_instead_of
 def _authenticated_ring(distrust=None):
     """Three parties with identities, each trusting the others' keys (``distrust``: (who, whom)
     pins a stranger's key instead); name -> ring result or error text."""
-    import multiprocessing as mp
-
     from protocols.channels import crypto
-    from protocols.transport.torchdist import free_port
 
     names = ("a", "b", "c")
     keys = {n: crypto.private_bytes(crypto.new_private_key()) for n in names}
@@ -108,16 +108,7 @@ def _authenticated_ring(distrust=None):
     trust = {n: {m: public[m] for m in names if m != n} for n in names}
     if distrust:
         trust[distrust[0]][distrust[1]] = crypto.public_bytes(crypto.new_private_key())
-    ctx, port = mp.get_context("spawn"), free_port()
-    results = ctx.Queue()
-    procs = [ctx.Process(target=roles.authenticated_ring, args=(n, names, port, keys, trust, results))
-             for n in names]
-    for proc in procs:
-        proc.start()
-    outcome = dict(results.get(timeout=90) for _ in procs)
-    for proc in procs:
-        proc.join(timeout=30)
-    return outcome
+    return _each_in_a_process(roles.authenticated_ring, names, keys, trust)
 
 
 def test_parties_with_pinned_identities_talk_over_sealed_links():
