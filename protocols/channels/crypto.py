@@ -51,7 +51,8 @@ def public_bytes(key: X25519PrivateKey) -> bytes:
 
 
 def private_bytes(key: X25519PrivateKey) -> bytes:
-    """The raw 32-byte private key; only ever fed to secret sharing, never sent in clear."""
+    """The raw 32-byte private key: fed to secret sharing, or written to its owner's own key file
+    (``securefl keygen``); never sent in clear."""
     return key.private_bytes_raw()
 
 

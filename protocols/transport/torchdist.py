@@ -31,6 +31,11 @@ from protocols.transport.links import MAX_HANDSHAKE_BYTES, Link, check_identity,
 from protocols.transport.rendezvous import announce, await_parties, check_agreement, connect, gloo_reason
 
 _CLOSE = -1
+LINGER = 30.0
+"""Seconds a closing party waits for its peers' goodbyes, so its last frames are read."""
+LINGER_ON_FAILURE = 1.0
+"""The same after an error or Ctrl-C: a peer busy in a long computation (an STFL passive party
+pretraining its VAE) says goodbye only when it next sends, and there is nothing left to read."""
 MAX_FRAME_BYTES = 1 << 34
 # The gloo group's own timeout bounds every blocking recv, including an idle
 # receiver thread's; waits for messages are bounded by the mailbox instead.
@@ -135,22 +140,24 @@ class TorchDistTransport(Transport):
 
     def _recv_plain(self, src: str) -> bytes:
         """One frame from ``src`` while no receiver runs (the handshake); a small one only."""
+        size = self._recv_length(src)
+        return self._recv_payload(src, size) if 0 < size <= MAX_HANDSHAKE_BYTES else b""  # b"": fails the checks
+
+    def _recv_length(self, src: str) -> int:
         length = torch.zeros(1, dtype=torch.int64)
         dist.recv(length, src=self._rank(src))
-        size = int(length.item())
-        if not 0 < size <= MAX_HANDSHAKE_BYTES:
-            return b""  # fails the handshake's checks, on both sides
+        return int(length.item())
+
+    def _recv_payload(self, src: str, size: int) -> bytes:
         buf = torch.empty(size, dtype=torch.uint8)
-        dist.recv(buf, src=self._rank(src))
+        if size:
+            dist.recv(buf, src=self._rank(src))
         return buf.numpy().tobytes()
 
     def _receive_loop(self, peer: str) -> None:
-        src = self._rank(peer)
-        length = torch.zeros(1, dtype=torch.int64)
         try:
             while True:
-                dist.recv(length, src=src)
-                size = int(length.item())
+                size = self._recv_length(peer)
                 if size == _CLOSE:
                     self._mailbox.fail_peer(peer, PeerFailedError(
                         f"party {peer!r} closed its transport (it finished, failed or was stopped;"
@@ -159,10 +166,7 @@ class TorchDistTransport(Transport):
                 if not 0 <= size <= MAX_FRAME_BYTES:
                     self._mailbox.fail_peer(peer, DecodeError(f"party {peer!r} announced a frame of {size} bytes"))
                     return
-                buf = torch.empty(size, dtype=torch.uint8)
-                if size:
-                    dist.recv(buf, src=src)
-                frame = buf.numpy().tobytes()
+                frame = self._recv_payload(peer, size)
                 if self._links:
                     try:
                         frame = self._links[peer].open(frame)
@@ -189,8 +193,15 @@ class TorchDistTransport(Transport):
             payload = self._links[dst].seal(frame) if self._links else frame
             self._send_raw(dst, len(payload), payload)
 
-    def close(self, *, linger: float = 30.0) -> None:
-        """Tell every peer this party is done, wait for theirs, and leave the group."""
+    def __enter__(self) -> "TorchDistTransport":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Close; after an error or Ctrl-C, without waiting out the peers' goodbyes."""
+        self.close(linger=LINGER_ON_FAILURE if exc_type is not None else LINGER)
+
+    def close(self, *, linger: float = LINGER) -> None:
+        """Tell every peer this party is done, wait (up to ``linger`` s) for theirs, and leave the group."""
         if self._closed:
             return
         self._closed = True
@@ -213,12 +224,9 @@ def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, 
     party ends with the launcher (a SIGTERM to it alone would leave parties waiting on peers)."""
     die_with_parent()
     try:
-        transport = TorchDistTransport(name, parties, host="127.0.0.1", port=port, timeout=timeout,
-                                       record=record)
-        try:
+        with TorchDistTransport(name, parties, host="127.0.0.1", port=port, timeout=timeout,
+                                record=record) as transport:
             value = role(transport, **kwargs)
-        finally:
-            transport.close()
         results.put((name, "ok", value, transport.meter.to_dict(), transport.log if record else []))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
         results.put((name, "error", _portable(exc), None, []))

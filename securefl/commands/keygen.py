@@ -49,7 +49,11 @@ def run(args: argparse.Namespace) -> int:
     with os.fdopen(fd, "w") as fh:
         fh.write(crypto.private_bytes(key).hex() + "\n")
     public = crypto.public_bytes(key).hex()
-    public_path.write_text(public + "\n")
+    try:
+        public_path.write_text(public + "\n")
+    except BaseException:  # nothing half-written: no private key without its public one
+        path.unlink(missing_ok=True)
+        raise
     print(f"private key: {path} (keep it; owner-only) | public key: {public} (also in {public_path})")
     return 0
 

@@ -96,13 +96,10 @@ def _run_network(args: argparse.Namespace) -> int:
     peer = "client" if args.role == "server" else "server"
     identity, trusted = keygen.load_identity(args, [peer])
     start = time.perf_counter()
-    transport = TorchDistTransport(args.role, ("server", "client"), host=host, port=port,
-                                   timeout=args.timeout, connect_timeout=args.timeout, agree={"command": "psi"},
-                                   **keygen.transport_keys(identity, trusted))
-    try:
+    with TorchDistTransport(args.role, ("server", "client"), host=host, port=port, timeout=args.timeout,
+                            connect_timeout=args.timeout, agree={"command": "psi"},
+                            **keygen.transport_keys(identity, trusted)) as transport:
         result = psi_two_party(transport, peer=peer, ids=ids, workers=args.workers)
-    finally:
-        transport.close()
     seconds = time.perf_counter() - start
     write_csv_atomically(args.out, {f"{args.role}.csv": frame.iloc[result.indices]})
     meter = transport.meter

@@ -31,9 +31,6 @@ DEFAULT_PARTIES = ("active", "passive")
 WAIT = 3600.0
 """Seconds a party waits for one message when its method sets no limit (HE-VFL's passive party
 waits for the active party's PSI and setup before the first batch)."""
-LINGER_ON_FAILURE = 1.0
-"""Seconds a failing or interrupted party waits for its peers' goodbyes: a passive party busy
-pretraining its VAE would otherwise hold an interrupted active party for the whole linger."""
 EXAMPLE = ("securefl run stfl --party-csv hospital.csv --label y --role active --peer 0.0.0.0:29500\n"
            "  (other machine) securefl run stfl --party-csv lab.csv --role passive --peer HOSPITAL_HOST:29500\n"
            "  GL: securefl run gl --role server --parties clinic_a,clinic_b --peer 0.0.0.0:29500\n"
@@ -123,15 +120,10 @@ def run_as(args: argparse.Namespace, parties: tuple[str, ...], role: Callable[..
     host, port = parse_address(args.peer)
     identity, trusted = keygen.load_identity(args, [p for p in parties if p != args.role])
     start = time.perf_counter()
-    transport = TorchDistTransport(args.role, parties, host=host, port=port, timeout=wait,
-                                   connect_timeout=args.timeout, agree={"command": f"run {args.method}", **agree},
-                                   **keygen.transport_keys(identity, trusted))
-    try:
+    with TorchDistTransport(args.role, parties, host=host, port=port, timeout=wait, connect_timeout=args.timeout,
+                            agree={"command": f"run {args.method}", **agree},
+                            **keygen.transport_keys(identity, trusted)) as transport:
         result = role(transport, **kwargs)
-    except BaseException:  # Ctrl-C or an error: tell the peers, but do not wait out theirs
-        transport.close(linger=LINGER_ON_FAILURE)
-        raise
-    transport.close()
     return result, transport.meter, time.perf_counter() - start
 
 

@@ -70,15 +70,10 @@ def client_average(transport: Transport, *, server: str, tensors: Sequence[torch
     assign(tensors, mean.astype(np.float64))
 
 
-def server_average(transport: Transport, *, clients: Sequence[str], config: SecAggConfig, round: int) -> float:
-    """Aggregate one round (masked if ``config.secure``), send the average back; return the seconds taken."""
-    return _server_round(transport, clients, config, round)[0]
-
-
-def _server_round(transport: Transport, clients: Sequence[str], config: SecAggConfig,
-                  round: int) -> tuple[float, tuple[str, ...]]:
-    """One round: its seconds and the clients that dropped out of it. Every client still there gets
-    the average (one that has left is skipped)."""
+def server_average(transport: Transport, *, clients: Sequence[str], config: SecAggConfig,
+                   round: int) -> tuple[float, tuple[str, ...]]:
+    """Aggregate one round (masked if ``config.secure``) and send the average back to every client
+    still there; the seconds taken and the clients that dropped out of the round."""
     start = time.perf_counter()
     result = secagg_server(transport, clients=clients, config=config, round=round)
     send_to_present(transport, clients, average_tag(round), x=weighted_mean(result).astype(np.float32))
@@ -100,7 +95,7 @@ def averaging_server(transport: Transport, *, clients: Sequence[str], rounds: in
     seconds: list[float] = []
     dropped: dict[str, int] = {}
     for r in range(rounds):
-        took, gone = _server_round(transport, clients, config, r)
+        took, gone = server_average(transport, clients=clients, config=config, round=r)
         seconds.append(took)
         for client in gone:
             dropped.setdefault(client, r)
