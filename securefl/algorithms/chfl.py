@@ -41,6 +41,8 @@ from securefl.runtime.federated import averaging_server, client_average
 
 SERVER = "server"
 METHODS = ("chfl", "common", "local", "simple")
+METHOD_HEADS = {"chfl": ("chfl",), "common": (), "simple": ("simple",)}
+"""The client-local models each federated method trains beside the common column."""
 REPORTED = ("common", "local", "chfl_mu0", "chfl", "simple")
 """The result rows of a run, in the paper's column order (chfl_mu0: CHFL with mu = 0)."""
 
@@ -260,13 +262,12 @@ def run_chfl_method(method: str, partition: CHFLPartition, config: CHFLConfig, *
     config = replace(config, progress=progress if progress is not None else config.progress)
     if method == "local":
         return run_local(partition, config)
-    heads = {"chfl": ("chfl",), "common": (), "simple": ("simple",)}[method]
-    result = run_chfl(partition, replace(config, heads=heads), secure_agg=secure_agg, backend=backend)
+    result = run_chfl(partition, replace(config, heads=METHOD_HEADS[method]), secure_agg=secure_agg, backend=backend)
     chosen = result["methods"][method]
     result.update(method=method, metrics={**result["metrics"], "accuracy": chosen["accuracy"],
                                           "clients": chosen["clients"]})
     return result
 
 
-__all__ = ["CHFLConfig", "METHODS", "REPORTED", "SERVER", "chfl_client", "chfl_parties", "local_client", "run_chfl",
-           "run_chfl_method", "run_local", "secagg_config", "summarize"]
+__all__ = ["CHFLConfig", "METHODS", "METHOD_HEADS", "REPORTED", "SERVER", "chfl_client", "chfl_parties",
+           "local_client", "run_chfl", "run_chfl_method", "run_local", "secagg_config", "summarize"]

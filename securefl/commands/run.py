@@ -114,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
     kind = family(args, lambda name: get_dataset(name).kind)
     check_scope(args, kind, args.option_default)
     if kind != "vertical" and args.role is not None:
-        from securefl.commands.run_network_gl import run_gl_party
+        from securefl.commands.run_network_horizontal import run_horizontal_party
 
-        return run_gl_party(args, _progress(args, f"{args.role}: gl"))
+        return run_horizontal_party(args, _progress(args, f"{args.role}: {args.method}"))
     if kind != "vertical":
         runner = run_chfl_family if kind == "chfl" else run_gl_family
         result = runner(args, _progress(args, f"{args.method} rounds"))

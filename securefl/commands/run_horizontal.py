@@ -1,9 +1,11 @@
 """``securefl run`` for the horizontal methods: CHFL and GL and their baselines.
 
-CHFL family (one table; features split into common and per-client unique ones):
+CHFL family (features split into common and per-client unique ones):
 ``chfl``, ``common``, ``simple``, ``local`` on ``--dataset covertype|digits|...`` or
 ``--csv FILE --label COL`` with ``--features 'common=a,b;unique=c|d'`` or a random
-split (``--clients``, ``--common-ratio``). GL family (natural clients with their own
+split (``--clients``, ``--common-ratio``); natural clients (``chfl``, ``common``,
+``simple``): ``--csv FILE --client-column COL --features 'common=a,b'``, each client's
+other columns its unique features. GL family (natural clients with their own
 columns and classes): ``gl``, ``fedavg``, ``local``, ``centralized`` on ``--dataset
 gl_covertype|gl_heart`` or ``--csv FILE --label COL --client-column COL``.
 Every model average runs through secure aggregation unless ``--no-secure-agg``.
@@ -31,9 +33,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("horizontal methods (chfl, common, simple, gl, fedavg, local)")
     g.add_argument("--csv", type=Path, default=None, metavar="FILE",
                    help="your own data: one CSV, every row one sample")
-    g.add_argument("--client-column", help="GL: the column naming each row's client (natural clients)")
+    g.add_argument("--client-column", help="GL, and CHFL with --features 'common=...': the column naming each"
+                                          " row's client (natural clients)")
     g.add_argument("--features", metavar="SPEC",
-                   help="CHFL: 'common=a,b;unique=c,d|e,f' (one |-separated group of unique columns per client)")
+                   help="CHFL: 'common=a,b;unique=c,d|e,f' (one |-separated group of unique columns per client);"
+                        " with --client-column or --role, 'common=a,b' (each client's other columns are unique)")
+    g.add_argument("--classes", metavar="LIST",
+                   help="CHFL with --role: every class value of the federation, comma-separated, on every party")
     g.add_argument("--clients", type=int, default=5, help="CHFL: clients of a random feature split (default 5)")
     g.add_argument("--common-ratio", type=float, default=0.3, help="CHFL: share of common features (default 0.3)")
     g.add_argument("--feature-seed", type=int, default=None, help="CHFL: the random feature split (default: --seed)")
@@ -68,8 +74,9 @@ def family(args: argparse.Namespace, kind_of: Callable[[str], str]) -> str:
         wanted = "vertical" if args.method != "centralized" else None
     if args.party_csv:
         have = "vertical"
-    elif args.csv is not None:  # with --role, the one client whose CSV it is
-        have = "gl" if args.client_column or getattr(args, "role", None) else "chfl"
+    elif args.csv is not None:  # natural clients (or, with --role, the one client whose CSV it is): GL or CHFL
+        natural = args.client_column or getattr(args, "role", None)
+        have = "gl" if natural and args.method not in CHFL_METHODS else "chfl"
     elif args.dataset:
         have = kind_of(args.dataset)
     else:
@@ -84,7 +91,7 @@ def family(args: argparse.Namespace, kind_of: Callable[[str], str]) -> str:
 
 
 def _needs(kind: str) -> str:
-    return {"chfl": "a CHFL dataset (--dataset covertype|digits|...) or --csv without --client-column",
+    return {"chfl": "a CHFL dataset (--dataset covertype|digits|...) or --csv (with --features 'common=...')",
             "gl": "a GL dataset (--dataset gl_covertype|gl_heart) or --csv with --client-column",
             "vertical": "a vertical dataset (--dataset breast|...) or --party-csv"}[kind]
 
@@ -130,25 +137,45 @@ def _number_list(option: str, what: str, text: str, valid: Callable[[float], boo
 
 def run_chfl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
     """Load and partition the data, then run the CHFL-family method."""
-    from securefl.algorithms.chfl import CHFLConfig, run_chfl_method
+    from securefl.algorithms.chfl import run_chfl_method
     from securefl.algorithms.chfl_tuning import run_chfl_tuned
-    from securefl.data.chfl_sets import chfl_partition, load_chfl_dataset, load_csv_dataset, parse_feature_spec
 
-    if args.csv is not None:
-        dataset = load_csv_dataset(args.csv, label=args.label)
-    else:
-        dataset = load_chfl_dataset(args.dataset or DEFAULT_DATASET["chfl"], data_dir=args.data_dir)
-    spec = parse_feature_spec(args.features) if args.features else None
-    partition = chfl_partition(dataset, n_clients=args.clients, common_ratio=args.common_ratio,
-                               feature_seed=args.seed if args.feature_seed is None else args.feature_seed,
-                               sample_seed=args.seed, spec=spec)
-    config = CHFLConfig(rounds=args.rounds or args.epochs or 20, batch_size=args.batch_size or 64, lr=args.lr,
-                        seed=args.seed, device=args.device, **({"mus": args.mus} if args.mus else {}))
+    partition, config = _chfl_partition(args), chfl_config(args)
     if args.lrs is not None:
         return run_chfl_tuned(args.method, partition, config, lrs=args.lrs, secure_agg=args.secure_agg,
                               backend=args.backend, progress=progress)
     return run_chfl_method(args.method, partition, config, secure_agg=args.secure_agg, backend=args.backend,
                            progress=progress)
+
+
+def _chfl_partition(args: argparse.Namespace) -> Any:
+    """The CHFL clients the arguments name: natural ones (``--client-column``) or a partition of one table."""
+    from securefl.data.chfl_clients import load_csv_partition, parse_common
+    from securefl.data.chfl_sets import chfl_partition, load_chfl_dataset, load_csv_dataset, parse_feature_spec
+
+    if args.client_column:
+        if not args.features:
+            raise InputError("--client-column with chfl, common or simple needs the common columns:"
+                             " --features 'common=COL,COL' (each client's other columns are its unique ones)")
+        common = parse_common(args.features, where="with --client-column")
+        return load_csv_partition(args.csv, label=args.label, client_column=args.client_column, common=common,
+                                  seed=args.seed)
+    if args.csv is not None:
+        dataset = load_csv_dataset(args.csv, label=args.label)
+    else:
+        dataset = load_chfl_dataset(args.dataset or DEFAULT_DATASET["chfl"], data_dir=args.data_dir)
+    spec = parse_feature_spec(args.features) if args.features else None
+    return chfl_partition(dataset, n_clients=args.clients, common_ratio=args.common_ratio,
+                          feature_seed=args.seed if args.feature_seed is None else args.feature_seed,
+                          sample_seed=args.seed, spec=spec)
+
+
+def chfl_config(args: argparse.Namespace) -> Any:
+    """The CHFLConfig the arguments give (20 rounds, batch 64 and CHFLConfig's mu grid by default)."""
+    from securefl.algorithms.chfl import CHFLConfig
+
+    return CHFLConfig(rounds=args.rounds or args.epochs or 20, batch_size=args.batch_size or 64, lr=args.lr,
+                      seed=args.seed, device=args.device, **({"mus": args.mus} if args.mus else {}))
 
 
 def gl_config(args: argparse.Namespace, dataset: str) -> Any:
@@ -201,5 +228,5 @@ def _rates(chosen: dict[str, float]) -> str:
     return ", ".join(f"{client} {lr:g}" for client, lr in chosen.items())
 
 
-__all__ = ["CHFL_METHODS", "GL_METHODS", "HORIZONTAL_METHODS", "add_arguments", "check_args", "family",
-           "gl_config", "parse_lrs", "run_chfl_family", "run_gl_family", "summary_line"]
+__all__ = ["CHFL_METHODS", "GL_METHODS", "HORIZONTAL_METHODS", "add_arguments", "check_args", "chfl_config",
+           "family", "gl_config", "parse_lrs", "run_chfl_family", "run_gl_family", "summary_line"]

@@ -1,8 +1,8 @@
-"""``securefl run stfl|he-vfl|gl --role NAME --peer HOST:PORT``: one party per process or machine.
+"""``securefl run stfl|he-vfl|gl|chfl|common|simple --role NAME --peer HOST:PORT``: one party per process or machine.
 
 Each organisation runs its own party with only its own CSV over torch.distributed
-(gloo). The vertical methods are here; GL's server and clients are in
-:mod:`securefl.commands.run_network_gl`. ``--parties`` names every party in the same
+(gloo). The vertical methods are here; the horizontal ones' server and clients are in
+:mod:`securefl.commands.run_network_horizontal`. ``--parties`` names every party in the same
 order on every machine. For STFL and HE-VFL the first is the active party (it holds
 ``--label`` and listens at ``--peer``), the others are passive. The active party
 draws the 40/40/20 split from its own IDs and ``--seed`` alone
@@ -26,7 +26,8 @@ from protocols.errors import InputError
 from securefl.commands import keygen
 from securefl.results import write_json_atomically
 
-NETWORK_METHODS = ("stfl", "he-vfl", "gl")
+NETWORK_METHODS = ("stfl", "he-vfl", "gl", "chfl", "common", "simple")
+HORIZONTAL = ("gl", "chfl", "common", "simple")
 DEFAULT_PARTIES = ("active", "passive")
 WAIT = 3600.0
 """Seconds a party waits for one message when its method sets no limit (HE-VFL's passive party
@@ -35,19 +36,22 @@ EXAMPLE = ("securefl run stfl --party-csv hospital.csv --label y --role active -
            "  (other machine) securefl run stfl --party-csv lab.csv --role passive --peer HOSPITAL_HOST:29500\n"
            "  GL: securefl run gl --role server --parties clinic_a,clinic_b --peer 0.0.0.0:29500\n"
            "      securefl run gl --role clinic_a --parties clinic_a,clinic_b --csv a.csv --label y"
-           " --peer SERVER_HOST:29500")
+           " --peer SERVER_HOST:29500\n"
+           "  CHFL: as GL, with --features 'common=age,bmi' --classes no,yes on every party")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
-        "one party over the network (stfl, he-vfl, gl; each machine gives only its own --party-csv or --csv)")
+        "one party over the network (stfl, he-vfl, gl, chfl, common, simple; each machine gives only its own"
+        " --party-csv or --csv)")
     group.add_argument("--role", metavar="NAME", help="run only this party (one of --parties)")
     group.add_argument("--parties", metavar="LIST", type=_names, default=DEFAULT_PARTIES,
                        help="the parties' names, comma-separated, the same on every machine: stfl/he-vfl, every"
-                            " party, the first the active one (default: active,passive); gl, the clients (the"
-                            " server is 'server')")
+                            " party, the first the active one (default: active,passive); gl and chfl, the"
+                            " clients (the server is 'server')")
     group.add_argument("--peer", metavar="HOST:PORT",
-                       help="with --role: the active party (gl: the server) listens here, the others connect here")
+                       help="with --role: the active party (gl, chfl: the server) listens here, the others"
+                            " connect here")
     group.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                        help="with --role: seconds to wait for the other parties to join (default 600)")
     keygen.add_arguments(group)
@@ -77,10 +81,10 @@ def check_args(args: argparse.Namespace) -> None:
                          " process already")
     if not 0 < args.timeout <= 1e6:  # NaN and inf too
         raise InputError(f"--timeout must be a positive number of seconds (at most 1e6), got {args.timeout}")
-    if args.method == "gl":
-        from securefl.commands.run_network_gl import check_gl_args
+    if args.method in HORIZONTAL:
+        from securefl.commands.run_network_horizontal import check_horizontal_args
 
-        return check_gl_args(args)
+        return check_horizontal_args(args)
     if not args.party_csv or len(args.party_csv) != 1:
         raise InputError("with --role, give this party's one CSV with --party-csv (other parties keep theirs)")
     if len(names) < 2:

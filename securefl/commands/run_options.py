@@ -32,7 +32,9 @@ SCOPE: dict[str, tuple[str, Applies]] = {
     "lr": ("runs without --lrs (which tries each of its rates instead)", lambda a, kind: a.lrs is None),
     "batch_size": ("the vertical and CHFL-family methods (GL runs a fixed number of batches per epoch: "
                    "--batches)", lambda a, kind: kind in ("vertical", "chfl")),
-    "client_column": ("--csv with GL-family methods", lambda a, kind: kind == "gl" and a.csv is not None),
+    "client_column": ("--csv with the GL family, or with chfl, common and simple",
+                      lambda a, kind: kind in ("gl", "chfl") and a.csv is not None),
+    "classes": ("chfl, common and simple with --role", lambda a, kind: kind == "chfl" and a.role is not None),
     "features": ("the CHFL family", lambda a, kind: kind == "chfl"),
     "clients": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
     "common_ratio": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),

@@ -110,6 +110,20 @@ def test_gl_on_a_csv_with_natural_clients(tmp_path):
     assert result["rounds"] == 1 and result["bytes"] > 0 and result["settings"]["final_average"] is False
 
 
+def test_chfl_on_a_csv_with_natural_clients_gives_each_its_other_columns(tmp_path):
+    # Arrange: south has no f5 (empty in its rows), so its unique columns are f2-f4
+    frame = pd.read_csv(_table(tmp_path, clients=["north", "south"]))
+    frame.loc[frame.site == "south", "f5"] = None
+    frame.to_csv(tmp_path / "sites.csv", index=False)
+    # Act
+    code, result = _run(["common", "--csv", str(tmp_path / "sites.csv"), "--label", "y", "--client-column", "site",
+                         "--features", "common=f0,f1", "--rounds", "2"], tmp_path / "common.json")
+    # Assert
+    assert code == 0 and set(result["metrics"]["clients"]) == {"north", "south"}
+    assert result["settings"]["unique_features"] == {"north": ["f2", "f3", "f4", "f5"], "south": ["f2", "f3", "f4"]}
+    assert result["settings"]["common_features"] == ["f0", "f1"] and result["bytes"] > 0
+
+
 def test_fedavg_federation_switches_reach_the_run(tmp_path):
     # Arrange
     table = _table(tmp_path, clients=["north", "south"])
@@ -165,6 +179,10 @@ def test_one_epoch_gl_run_says_that_nothing_was_federated(tmp_path, capsys):
     (["gl", "--lrs", "0.001"], "--lrs applies to the CHFL family (chfl, common, simple, local) on CHFL data"),
     (["stfl", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
     (["local", "--dataset", "gl_heart", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
+    (["chfl", "--classes", "a,b"], "--classes applies to chfl, common and simple with --role"),
+    (["chfl", "--csv", "t.csv", "--client-column", "site"], "needs the common columns: --features 'common=COL,COL'"),
+    (["simple", "--csv", "t.csv", "--client-column", "site", "--features", "common=a;unique=b|c"],
+     "with --client-column each client's unique features are its own other columns"),
 ])
 def test_bad_horizontal_arguments_are_one_line_errors(capsys, argv, message):
     code = main(["run", *argv, "--no-progress"])

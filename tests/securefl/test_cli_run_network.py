@@ -1,4 +1,4 @@
-"""``securefl run stfl|he-vfl --role``: one party per process with only its own CSV, equal to the simulation."""
+"""``securefl run METHOD --role``: one party per process with only its own CSV, equal to the simulation."""
 
 import json
 import os
@@ -194,7 +194,8 @@ def test_bad_network_arguments_are_one_line_errors(tmp_path, capsys, argv, messa
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["centralized", "--party-csv", "x.csv"], "--role runs one party of stfl, he-vfl, gl; 'centralized' runs only"),
+    (["centralized", "--party-csv", "x.csv"], "--role runs one party of stfl, he-vfl, gl, chfl, common, simple;"
+                                              " 'centralized' runs only"),
     (["he-vfl", "--party-csv", "x.csv", "--parties", "a,b,c", "--role", "a"], "he-vfl has exactly one passive"),
 ])
 def test_role_is_for_the_protocol_methods_with_their_party_counts(capsys, argv, message):
@@ -264,8 +265,95 @@ def test_bad_gl_network_arguments_are_one_line_errors(capsys, argv, message):
     assert code == 2 and len(err.splitlines()) == 1 and message in err, err
 
 
-def test_the_gl_server_name_is_the_algorithms():
+def test_the_server_name_is_the_algorithms():
+    from securefl.algorithms.chfl import SERVER as CHFL_SERVER
     from securefl.algorithms.gl import SERVER
-    from securefl.commands.run_network_gl import SERVER as CLI_SERVER
+    from securefl.commands.run_network_horizontal import SERVER as CLI_SERVER
 
-    assert CLI_SERVER == SERVER
+    assert CLI_SERVER == SERVER == CHFL_SERVER
+
+
+def _chfl_sites(folder):
+    """Two sites sharing c1, c2, each with unique columns of its own (empty in the other's rows), in one
+    CSV, and each site's own file of its rows and columns."""
+    rng = np.random.default_rng(5)
+    frames = []
+    for k, site in enumerate(["north", "south"]):
+        x = rng.normal(size=(100 + 30 * k, 4)) + 0.001
+        label = np.where(x[:, 0] + x[:, 2] > 0, "yes", "no")
+        frames.append(pd.DataFrame({"site": site, "c1": x[:, 0], "c2": x[:, 1], f"u_{site}": x[:, 2],
+                                    f"v_{site}": x[:, 3], "y": label}))
+    every = pd.concat(frames, ignore_index=True)
+    every.to_csv(folder / "sites.csv", index=False)
+    for site, rows in every.groupby("site"):
+        rows.drop(columns="site").dropna(axis=1, how="all").to_csv(folder / f"{site}.csv", index=False)
+    return folder / "sites.csv"
+
+
+def _chfl_parties(folder, port, settings, schema):
+    """The CHFL server and the two sites' clients, each its own process; schema: per role, its schema options."""
+    net = [sys.executable, "-m", "securefl", "run", "chfl", *settings, "--parties", "north,south",
+           "--peer", f"127.0.0.1:{port}", "--timeout", "60"]
+    return [subprocess.Popen([*net, "--role", role, *schema[role], *extra, "--json", str(folder / f"{role}.json")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            for role, extra in [("server", []), ("north", ["--csv", str(folder / "north.csv"), "--label", "y"]),
+                                ("south", ["--csv", str(folder / "south.csv"), "--label", "y"])]]
+
+
+@pytest.mark.multiprocess
+def test_chfl_server_and_clients_on_their_own_give_each_client_the_simulations_result(tmp_path):
+    # Arrange
+    every = _chfl_sites(tmp_path)
+    settings = ["--rounds", "3", "--seed", "2", "--no-progress"]
+    schema = ["--features", "common=c1,c2", "--classes", "yes,no"]
+    local = tmp_path / "local.json"
+    assert main(["run", "chfl", "--csv", str(every), "--label", "y", "--client-column", "site",
+                 "--features", "common=c1,c2", *settings, "--json", str(local)]) == 0
+    # Act
+    procs = _chfl_parties(tmp_path, free_port(), settings, {r: schema for r in ("server", "north", "south")})
+    outs = [p.communicate(timeout=180) for p in procs]
+    # Assert: every method's accuracy per client, and every byte
+    assert [p.returncode for p in procs] == [0, 0, 0], [o[1] for o in outs]
+    want = json.loads(local.read_text())
+    got = {r: json.loads((tmp_path / f"{r}.json").read_text()) for r in ("server", "north", "south")}
+    for client in ("north", "south"):
+        assert got[client]["metrics"]["methods"] == {m: v["clients"][client] for m, v in want["methods"].items()}
+        assert got[client]["metrics"]["accuracy"] == want["metrics"]["clients"][client]
+    assert got["server"]["metrics"] == {} and got["server"]["rounds"] == 3
+    assert sum(r["bytes_sent"] for r in got.values()) == want["bytes"]
+    assert "masked sums only" in outs[0][0] and "chfl client 'south'" in outs[2][0]
+
+
+@pytest.mark.multiprocess
+def test_chfl_parties_with_different_classes_all_stop_with_the_difference(tmp_path):
+    # Arrange
+    _chfl_sites(tmp_path)
+    schema = ["--features", "common=c1,c2", "--classes"]
+    # Act
+    classes = {"server": "yes,no", "north": "yes,no", "south": "yes,no,maybe"}
+    procs = _chfl_parties(tmp_path, free_port(), ["--rounds", "1", "--no-progress"],
+                          {role: [*schema, value] for role, value in classes.items()})
+    errs = [p.communicate(timeout=60)[1].strip().splitlines() for p in procs]
+    # Assert
+    assert [p.returncode for p in procs] == [3, 3, 3], errs
+    assert all(len(e) == 1 and "classes=" in e[0] for e in errs), errs
+    assert "the party joined as 'south' was started with classes=['maybe', 'no', 'yes']" in errs[0][0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--role", "server", "--parties", "a,b"], "chfl with --role needs the federation's schema on every party"),
+    (["--role", "server", "--parties", "a,b", "--features", "common=x"], "the server too: --features"),
+    (["--role", "server", "--parties", "a,b", "--features", "common=x", "--classes", "p,q", "--lrs", "0.1,0.2"],
+     "--lrs runs one federation per rate"),
+    (["--role", "server", "--parties", "a,b", "--features", "common=x;unique=y|z", "--classes", "p,q"],
+     "with --role each client's unique features are its own other columns"),
+    (["--role", "server", "--parties", "a,b", "--features", "common=x", "--classes", "p"],
+     "--classes must list two or more"),
+    (["--role", "a", "--parties", "a,b", "--features", "common=x", "--classes", "p,q", "--csv", "missing.csv"],
+     "--csv file missing.csv not found"),
+    (["--role", "a", "--parties", "a,b"], "client 'a' needs its own data"),
+])
+def test_bad_chfl_network_arguments_are_one_line_errors(capsys, argv, message):
+    code = main(["run", "chfl", "--peer", "127.0.0.1:1", "--no-progress", *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err

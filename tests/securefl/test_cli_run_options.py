@@ -18,7 +18,7 @@ from securefl.commands.run_options import SCOPE, check_scope, flag
     (["gl", "--dataset", "gl_heart", "--batch-size", "32"], "--batch-size applies to the vertical and CHFL"),
     (["gl", "--dataset", "gl_heart", "--features", "common=age"], "--features applies to the CHFL family"),
     (["local", "--dataset", "gl_heart", "--final", "average"], "--final applies to gl and fedavg"),
-    (["chfl", "--dataset", "digits", "--client-column", "site"], "--client-column applies to --csv with GL"),
+    (["chfl", "--dataset", "digits", "--client-column", "site"], "--client-column applies to --csv with the GL family, or with chfl"),
     (["chfl", "--dataset", "digits", "--aggregate", "batch"], "--aggregate applies to the GL family"),
     (["chfl", "--dataset", "digits", "--lrs", "0.001,0.01", "--lr", "0.1"], "--lr applies to runs without --lrs"),
     (["gl", "--dataset", "gl_heart", "--all-data"], "--all-data applies to the vertical methods"),
