@@ -115,6 +115,9 @@ class TorchDistTransport(Transport):
             where = f"party {self.name!r}: rendezvous at {host}:{port} failed: {reason}"
             if "timed out" in reason.lower():
                 where += f" (start every party with the same address, or allow more than {connect_timeout:g} s)"
+            elif "EADDRINUSE" in reason:
+                where = (f"party {self.name!r}: cannot listen at {host}:{port}: the port is in use (another"
+                         f" party started as {self.parties[0]!r}, or another program); each run needs a free port")
             raise ProtocolError(where) from None
 
     def _rank(self, party: str) -> int:

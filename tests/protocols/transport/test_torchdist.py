@@ -129,6 +129,21 @@ def test_gloo_errors_are_cut_to_their_gist():
     assert gloo_reason(RuntimeError(text)) == "Connection closed by peer [127.0.0.1]:45785"
 
 
+def test_the_first_party_on_a_port_in_use_says_so():
+    import socket
+
+    from protocols.errors import ProtocolError
+    from protocols.transport.torchdist import TorchDistTransport
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ProtocolError, match=f"cannot listen at 127.0.0.1:{port}: the port is in use"
+                                                 " \\(another party started as 'a', or another program\\)"):
+            TorchDistTransport("a", ("a", "b"), host="127.0.0.1", port=port, connect_timeout=5)
+
+
 @pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", "host:abc", ":80"])
 def test_bad_addresses_give_one_line_errors(text):
     with pytest.raises(InputError, match="HOST:PORT|invalid port"):
