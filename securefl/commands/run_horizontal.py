@@ -4,8 +4,8 @@ CHFL family (features split into common and per-client unique ones):
 ``chfl``, ``common``, ``simple``, ``local`` on ``--dataset covertype|digits|...`` or
 ``--csv FILE --label COL`` with ``--features 'common=a,b;unique=c|d'`` or a random
 split (``--clients``, ``--common-ratio``); natural clients (``chfl``, ``common``,
-``simple``): ``--csv FILE --client-column COL --features 'common=a,b'``, each client's
-other columns its unique features. GL family (natural clients with their own
+``simple``, and ``local`` given ``--features``): ``--csv FILE --client-column COL
+--features 'common=a,b'``, each client's other columns its unique features. GL family (natural clients with their own
 columns and classes): ``gl``, ``fedavg``, ``local``, ``centralized`` on ``--dataset
 gl_covertype|gl_heart`` or ``--csv FILE --label COL --client-column COL``.
 Every model average runs through secure aggregation unless ``--no-secure-agg``.
@@ -76,7 +76,8 @@ def family(args: argparse.Namespace, kind_of: Callable[[str], str]) -> str:
         have = "vertical"
     elif args.csv is not None:  # natural clients (or, with --role, the one client whose CSV it is): GL or CHFL
         natural = args.client_column or getattr(args, "role", None)
-        have = "gl" if natural and args.method not in CHFL_METHODS else "chfl"
+        chfl = args.method in CHFL_METHODS or (args.method == "local" and args.features)  # CHFL's Local
+        have = "gl" if natural and not chfl else "chfl"
     elif args.dataset:
         have = kind_of(args.dataset)
     else:

@@ -122,6 +122,11 @@ def test_chfl_on_a_csv_with_natural_clients_gives_each_its_other_columns(tmp_pat
     assert code == 0 and set(result["metrics"]["clients"]) == {"north", "south"}
     assert result["settings"]["unique_features"] == {"north": ["f2", "f3", "f4", "f5"], "south": ["f2", "f3", "f4"]}
     assert result["settings"]["common_features"] == ["f0", "f1"] and result["bytes"] > 0
+    # CHFL's Local baseline on the same clients: the features name the CHFL family, so no GL model
+    code, local = _run(["local", "--csv", str(tmp_path / "sites.csv"), "--label", "y", "--client-column", "site",
+                        "--features", "common=f0,f1", "--rounds", "2"], tmp_path / "local.json")
+    assert code == 0 and local["bytes"] == 0 and set(local["metrics"]["clients"]) == {"north", "south"}
+    assert local["clients"][1]["unique_features"] == 3  # south: f2-f4
 
 
 def test_fedavg_federation_switches_reach_the_run(tmp_path):
