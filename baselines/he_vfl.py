@@ -101,6 +101,10 @@ class HEVFLConfig(SplitNNConfig):
         return self.epochs * -(-train_rows // self.batch_size)
 
 
+Observer = Callable[[int, np.ndarray, np.ndarray], None]
+"""``observe(step, table_rows, dL/da)``: the passive party's view of one training step."""
+
+
 def _standardized(table: PartyTable, rows: np.ndarray, fit_rows: np.ndarray) -> np.ndarray:
     mean, std = standardizer(table.features[fit_rows])
     return (table.features[rows] - mean) / std
@@ -181,8 +185,13 @@ def _positions(message: Any, size: int) -> tuple[str, np.ndarray]:
 
 @_limited_threads
 def he_vfl_passive(transport: Transport, *, active: str, table: PartyTable, config: HEVFLConfig,
-                   return_weights: bool = False) -> dict[str, Any]:
-    """The passive party (features only): PSI, then whatever batches the active party asks for."""
+                   return_weights: bool = False, observe: Observer | None = None) -> dict[str, Any]:
+    """The passive party (features only): PSI, then whatever batches the active party asks for.
+
+    ``observe(step, rows, grad)``, if given, sees what this party learns in each training
+    step: its own table rows of the batch and dL/da for them, as it decrypts it (Algorithm
+    2's last line), so a leakage study can attack exactly the passive party's view.
+    """
     if not isinstance(config, HEVFLConfig):
         raise InputError(f"config must be an HEVFLConfig, got {type(config).__name__}")
     device, start = resolve_device(config.device), time.perf_counter()
@@ -210,6 +219,8 @@ def he_vfl_passive(transport: Transport, *, active: str, table: PartyTable, conf
                                         "likely diverging: a lower learning rate may help") from None
         if train:
             da = layer.backward(step=step)
+            if observe is not None:
+                observe(step, np.asarray(psi.indices)[rows], np.array(da, copy=True))
             adam.zero_grad()
             a.backward(tensor(da, device))
             adam.step()

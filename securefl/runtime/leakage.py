@@ -1,0 +1,74 @@
+"""Label inference from per-sample gradients: what a passive party can learn of the labels.
+
+In split learning a passive party that receives dL/da for each of its rows, as HE-VFL's
+passive party decrypts it (the STFL paper's Algorithm 2, last line), can guess the
+active party's binary labels from those gradients alone (Li et al., "Label Leakage
+and Protection in Two-party Split Learning", ICLR 2022):
+
+- norm attack: score each row by ``||dL/da||``; with the logistic loss the gradient's
+  size grows with the error ``|p - y|``, which differs between the classes, so no
+  label need be known;
+- cosine attack: score each row by the cosine between its gradient and that of one
+  row whose label (positive) the attacker knows; dL/dlogit is ``p - y``, negative for
+  positives and positive for negatives, so the gradients of the two classes point
+  in opposite directions.
+
+How well a score separates the labels is its AUROC: 0.5 is no leakage, 1.0 (or 0.0)
+reveals every label. The scores use only what the passive party holds: its rows'
+gradients; the labels are needed only to grade the attack.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from protocols.errors import InputError
+
+
+def _gradients(grads: np.ndarray) -> np.ndarray:
+    grads = np.asarray(grads, dtype=np.float64)
+    if grads.ndim != 2 or len(grads) == 0 or not np.all(np.isfinite(grads)):
+        raise InputError(f"gradients must be a finite (rows, width) array with rows, got shape {grads.shape}")
+    return grads
+
+
+def norm_scores(grads: np.ndarray) -> np.ndarray:
+    """The norm attack's score of each row: the L2 norm of its gradient."""
+    return np.linalg.norm(_gradients(grads), axis=1)
+
+
+def cosine_scores(grads: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """The cosine attack's score of each row: cosine similarity with ``reference`` (a known positive's gradient)."""
+    grads, reference = _gradients(grads), np.asarray(reference, dtype=np.float64).ravel()
+    if reference.shape != (grads.shape[1],) or not np.linalg.norm(reference) > 0:
+        raise InputError(f"the reference gradient must be a non-zero vector of width {grads.shape[1]}")
+    norms = np.linalg.norm(grads, axis=1) * np.linalg.norm(reference)
+    return np.divide(grads @ reference, norms, out=np.zeros(len(grads)), where=norms > 0)
+
+
+def label_leakage(grads: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
+    """AUROC of both attacks on ``grads`` (one row per observed sample) against binary ``labels``.
+
+    The cosine attack's known positive is the first positive row; it is left out of the
+    grading, since the attacker knew its label already.
+    """
+    grads, labels = _gradients(grads), np.asarray(labels).ravel()
+    if len(labels) != len(grads) or not set(np.unique(labels)) <= {0, 1}:
+        raise InputError("label_leakage needs one 0/1 label per gradient row")
+    positives = np.flatnonzero(labels == 1)
+    if len(positives) == 0 or len(positives) == len(labels):
+        raise InputError("label_leakage needs rows of both classes to grade the attacks")
+    known = positives[0]
+    rest = np.delete(np.arange(len(labels)), known)
+    cosine = cosine_scores(grads[rest], grads[known])
+    graded = labels[rest]
+    return {"rows": int(len(labels)), "positive_rate": float(labels.mean()),
+            "norm_auroc": float(roc_auc_score(labels, norm_scores(grads))),
+            "cosine_auroc": float(roc_auc_score(graded, cosine)) if 0 < graded.mean() < 1 else None,
+            "known_row": int(known)}
+
+
+__all__ = ["cosine_scores", "label_leakage", "norm_scores"]

@@ -1,0 +1,43 @@
+"""The label-leakage benchmark runs end to end on the bundled data and says what it measured."""
+
+import json
+
+import pytest
+
+from benchmarks import leakage as bench
+
+
+def test_quick_run_attacks_he_vfl_and_reads_stfls_transport(tmp_path):
+    # Act
+    code = bench.main(["--quick", "--json", str(tmp_path / "leakage.json")])
+    # Assert
+    data = json.loads((tmp_path / "leakage.json").read_text())
+    assert code == 0 and data["quick"] is True and data["settings"]["steps"] == 2
+    result = data["datasets"]["breast_sklearn"]
+    assert len(result["runs"]) == 2 and all(r["he_vfl"]["graded_steps"] == 2 for r in result["runs"])
+    summary = result["summary"]
+    assert summary["cosine_auroc"] > 0.9  # HE-VFL's passive party reads the labels off its gradients
+    assert summary["stfl_float_values"] == 0  # STFL's passive party gets no float at all
+    assert summary["stfl_kinds"] == ["channel/hello", "psi/rows", "psi/singles"]
+    text = (tmp_path / "leakage.md").read_text()
+    assert "quick run" in text and "nothing to attack" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--datasets", "mnist"], "unknown dataset 'mnist'"),
+    (["--steps", "0"], "--seeds and --steps must be at least 1"),
+])
+def test_bad_settings_are_usage_errors(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as stop:
+        bench.main([*argv, "--json", str(tmp_path / "r.json")])
+
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_dataset_whose_files_are_missing_is_one_line_before_any_run(tmp_path, capsys):
+    code = bench.main(["--datasets", "breast", "--data-dir", str(tmp_path), "--json", str(tmp_path / "r.json")])
+
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("benchmarks.leakage: error:"), err
+    assert not (tmp_path / "r.json").exists()
