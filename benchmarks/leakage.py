@@ -149,8 +149,11 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], config: Config) -> s
         f"HE-VFL ({config.he}) through the protocol for its first {config.steps} training steps; the passive"
         " party's decrypted dL/da per row is attacked per batch (norm attack: no label known; cosine attack:"
         " one positive row of the batch known, left out of the grading). AUROC 0.5 means the attack learns"
-        " nothing, 1.0 that it recovers every label; mean ± std over seeds of the mean over steps. STFL: what"
-        " each passive party's transport delivered (1 VAE epoch, 1 training epoch).",
+        " nothing, 1.0 that it recovers every label, and one far below 0.5 leaks as much (the score orders the"
+        " classes the other way round); mean ± std over seeds of the mean over steps. Early in training every"
+        " prediction is near the class rate, so the norms differ little and the norm attack is weak; the"
+        " gradients' direction gives the labels away from the first step. STFL: what each passive party's"
+        " transport delivered (1 VAE epoch, 1 training epoch).",
         "",
         markdown_table(["dataset", "seeds", "positive rate", "HE-VFL norm attack AUROC",
                         "HE-VFL cosine attack AUROC", "STFL passive party", "STFL messages received"], rows),
