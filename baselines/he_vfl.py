@@ -234,12 +234,17 @@ def he_vfl_passive(transport: Transport, *, active: str, table: PartyTable, conf
 
 
 def run_he_vfl(split: VerticalSplit, config: HEVFLConfig | None = None, *,
-               backend: str = "inprocess") -> dict[str, Any]:
-    """Run both roles on a split (one passive party) and return the result-file fields."""
+               backend: str = "inprocess", observe: Observer | None = None) -> dict[str, Any]:
+    """Run both roles on a split (one passive party) and return the result-file fields.
+
+    ``observe``: see :func:`he_vfl_passive` (in-process runs only: a callback stays in its process).
+    """
     config = config or HEVFLConfig()
     if len(split.dataset.passive) != 1:
         raise InputError(f"HE-VFL takes exactly one passive party; dataset {split.dataset.name!r} has "
                          f"{len(split.dataset.passive)}")
+    if observe is not None and backend != "inprocess":
+        raise InputError("observe= needs backend='inprocess': the passive party's callback runs in its process")
     active, passive = split.dataset.active, split.dataset.passive[0]
     quiet = replace(config, progress=None)
     with relayed(config.progress, backend) as progress:  # the bar is the active party's
@@ -247,7 +252,8 @@ def run_he_vfl(split: VerticalSplit, config: HEVFLConfig | None = None, *,
             {active.name: he_vfl_active, passive.name: he_vfl_passive}, backend=backend,
             kwargs={active.name: {"passive": passive.name, "table": active, "train_ids": split.train_ids,
                                   "test_ids": split.test_ids, "config": replace(config, progress=progress)},
-                    passive.name: {"active": active.name, "table": passive, "config": quiet}})
+                    passive.name: {"active": active.name, "table": passive, "config": quiet,
+                                   **({"observe": observe} if observe is not None else {})}})
     result = dict(run.results[active.name])
     result.update(dataset=split.dataset.name, seed=config.seed, device=config.device,
                   seconds=run.seconds, bytes=run.bytes,

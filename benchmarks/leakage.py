@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -48,68 +47,41 @@ class Config:
 
 def he_vfl_view(split: Any, config: Config, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(labels, dL/da) of each training step, as HE-VFL's passive party decrypted them."""
-    from baselines.he_vfl import HEVFLConfig, he_vfl_active, he_vfl_passive
+    from baselines.he_vfl import HEVFLConfig, run_he_vfl
     from benchmarks.stfl_runs import ACTIVATION_BOUND
-    from protocols.transport import run_parties
 
     ds = split.dataset
     active, passive = ds.active, ds.passive[0]
     bound = {"activation_bound": ACTIVATION_BOUND[ds.name]} if ds.name in ACTIVATION_BOUND else {}
-    he = HEVFLConfig(he=config.he, seed=seed, max_steps=config.steps, max_eval_batches=1, **bound)
     labels = dict(zip(active.ids, active.labels))
     steps: list[tuple[np.ndarray, np.ndarray]] = []
 
     def observe(step: int, rows: np.ndarray, grad: np.ndarray) -> None:
         steps.append((np.array([labels[passive.ids[r]] for r in rows]), grad))
 
-    run_parties({active.name: he_vfl_active, passive.name: he_vfl_passive},
-                kwargs={active.name: {"passive": passive.name, "table": active, "train_ids": split.train_ids,
-                                      "test_ids": split.test_ids, "config": he},
-                        passive.name: {"active": active.name, "table": passive, "config": he,
-                                       "observe": observe}})
+    run_he_vfl(split, HEVFLConfig(he=config.he, seed=seed, max_steps=config.steps, max_eval_batches=1, **bound),
+               observe=observe)
     return steps
-
-
-def attack(steps: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
-    """Both attacks on every step that holds both classes; their AUROCs averaged over those steps."""
-    from securefl.runtime.leakage import label_leakage
-
-    graded = [label_leakage(grad, labels) for labels, grad in steps if 0 < np.mean(labels) < 1]
-    if not graded:
-        return {"steps": len(steps), "graded_steps": 0, "norm_auroc": None, "cosine_auroc": None}
-    cosine = [g["cosine_auroc"] for g in graded if g["cosine_auroc"] is not None]
-    return {"steps": len(steps), "graded_steps": len(graded), "rows": sum(g["rows"] for g in graded),
-            "positive_rate": statistics.fmean(g["positive_rate"] for g in graded),
-            "norm_auroc": statistics.fmean(g["norm_auroc"] for g in graded),
-            "cosine_auroc": statistics.fmean(cosine) if cosine else None,
-            "first_step": {k: graded[0][k] for k in ("norm_auroc", "cosine_auroc")}}
 
 
 def stfl_view(split: Any, seed: int) -> dict[str, Any]:
     """What reached each STFL passive party, from its transport log."""
-    from protocols.transport import run_parties
-    from securefl.algorithms.stfl import STFLConfig, stfl_parties
+    from securefl.algorithms.stfl import STFLConfig, run_stfl
+    from securefl.runtime.leakage import received
 
-    roles, kwargs = stfl_parties(split, STFLConfig(epochs=1, vae_epochs=1, seed=seed))
-    run = run_parties(roles, kwargs=kwargs, record=True)
-    out = {}
-    for party in split.dataset.passive:
-        log = run.logs[party.name]
-        floats = sum(int(v.size) for m in log for v in m.fields.values()
-                     if isinstance(v, np.ndarray) and v.dtype.kind in "fc")
-        out[party.name] = {"messages": len(log), "float_values": floats,
-                           "kinds": dict(Counter(f"{m.tag.stage}/{m.tag.name}" for m in log))}
-    return out
+    logs = run_stfl(split, STFLConfig(epochs=1, vae_epochs=1, seed=seed), record=True)["logs"]
+    return {party.name: received(logs[party.name]) for party in split.dataset.passive}
 
 
 def run_dataset(name: str, dataset: Any, config: Config) -> dict[str, Any]:
     """Every seed of one dataset: HE-VFL's attacked view and STFL's transport logs."""
     from securefl.data import stfl_split
+    from securefl.runtime.leakage import leakage_over_steps
 
     seeds = []
     for seed in range(config.seeds):
         split = stfl_split(dataset, seed=seed)
-        seeds.append({"seed": seed, "he_vfl": attack(he_vfl_view(split, config, seed)),
+        seeds.append({"seed": seed, "he_vfl": leakage_over_steps(he_vfl_view(split, config, seed)),
                       "stfl": stfl_view(split, seed)})
         print(f"{name} seed {seed}: HE-VFL norm AUROC {_num(seeds[-1]['he_vfl']['norm_auroc'])}, cosine AUROC"
               f" {_num(seeds[-1]['he_vfl']['cosine_auroc'])}; STFL passive float values received"

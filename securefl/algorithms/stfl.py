@@ -211,14 +211,18 @@ def stfl_parties(split: VerticalSplit, config: STFLConfig) -> tuple[dict[str, An
     return roles, kwargs
 
 
-def run_stfl(split: VerticalSplit, config: STFLConfig, *, backend: str = "inprocess") -> dict[str, Any]:
-    """Run STFL on ``split`` with every party in this process (or one process each) and report."""
+def run_stfl(split: VerticalSplit, config: STFLConfig, *, backend: str = "inprocess",
+             record: bool = False) -> dict[str, Any]:
+    """Run STFL on ``split`` with every party in this process (or one process each) and report.
+
+    ``record``: add ``logs``, every message each party's transport delivered (what it saw).
+    """
     if not isinstance(config, STFLConfig):
         raise InputError(f"run_stfl needs an STFLConfig, got {type(config).__name__}")
     device = resolve_device(config.device)
     with relayed(config.progress, backend) as progress:
         roles, kwargs = stfl_parties(split, replace(config, progress=progress))
-        run = run_parties(roles, kwargs=kwargs, backend=backend)
+        run = run_parties(roles, kwargs=kwargs, backend=backend, record=record)
     ds = split.dataset
     active = run.results[ds.active.name]
     passive = [run.results[p.name] for p in ds.passive]
@@ -230,11 +234,14 @@ def run_stfl(split: VerticalSplit, config: STFLConfig, *, backend: str = "inproc
                 "shared_latent": "posterior mean",
                 "train_rows": active["train_rows"], "test_rows": active["test_rows"],
                 "self_taught_rows": {p["party"]: p["self_taught_rows"] for p in passive}}
-    return MethodResult(
+    result = MethodResult(
         method="stfl", dataset=ds.name, seed=config.seed, device=str(device), metrics=active["metrics"],
         seconds=run.seconds, bytes=run.bytes, phases=phases,
         bytes_per_party={name: c["bytes_sent"] for name, c in run.comm.items()}, settings=settings,
         extra={"parties": run.results, "intersection_size": active["intersection"]}).to_dict()
+    if record:
+        result["logs"] = run.logs  # not through to_dict: its asdict would turn the messages into dicts
+    return result
 
 
 __all__ = ["STFLConfig", "pretrain_encoder", "recv_latents", "run_stfl", "send_latents", "stfl_active",

@@ -20,7 +20,8 @@ gradients; the labels are needed only to grade the attack.
 
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
@@ -71,4 +72,31 @@ def label_leakage(grads: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
             "known_row": int(known)}
 
 
-__all__ = ["cosine_scores", "label_leakage", "norm_scores"]
+def leakage_over_steps(steps: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """Both attacks on each (labels, gradients) step that holds both classes, their AUROCs averaged.
+
+    Per step (batch) as in Li et al.: the cosine attack's known positive is one of the batch's rows.
+    """
+    graded = [label_leakage(grads, labels) for labels, grads in steps if 0 < np.mean(labels) < 1]
+    if not graded:
+        return {"steps": len(steps), "graded_steps": 0, "norm_auroc": None, "cosine_auroc": None}
+    cosine = [g["cosine_auroc"] for g in graded if g["cosine_auroc"] is not None]
+    return {"steps": len(steps), "graded_steps": len(graded), "rows": sum(g["rows"] for g in graded),
+            "positive_rate": float(np.mean([g["positive_rate"] for g in graded])),
+            "norm_auroc": float(np.mean([g["norm_auroc"] for g in graded])),
+            "cosine_auroc": float(np.mean(cosine)) if cosine else None,
+            "first_step": {k: graded[0][k] for k in ("norm_auroc", "cosine_auroc")}}
+
+
+def received(log: Iterable[Any]) -> dict[str, Any]:
+    """What one party's transport delivered (a ``record=True`` log): messages, their kinds, and
+    how many float values they held (labels, gradients and model outputs could only be floats)."""
+    log = list(log)
+    floats = sum(int(v.size) for m in log for v in m.fields.values()
+                 if isinstance(v, np.ndarray) and v.dtype.kind in "fc")
+    floats += sum(1 for m in log for v in m.fields.values() if isinstance(v, float))
+    return {"messages": len(log), "float_values": floats,
+            "kinds": dict(Counter(f"{m.tag.stage}/{m.tag.name}" for m in log))}
+
+
+__all__ = ["cosine_scores", "label_leakage", "leakage_over_steps", "norm_scores", "received"]

@@ -145,6 +145,11 @@ def test_bad_config(kwargs: dict) -> None:
         HEVFLConfig(**kwargs)
 
 
+def test_an_observer_needs_the_in_process_backend() -> None:
+    with pytest.raises(InputError, match="observe= needs backend='inprocess'"):
+        run_he_vfl(tiny_split(), HEVFLConfig(epochs=1), backend="torch", observe=lambda *view: None)
+
+
 def test_more_than_one_passive_party_is_refused() -> None:
     with pytest.raises(InputError, match="exactly one passive party"):
         run_he_vfl(tiny_split(passives=2), HEVFLConfig(epochs=1))

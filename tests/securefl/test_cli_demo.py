@@ -41,4 +41,9 @@ def test_demo_compares_stfl_with_he_vfl(tmp_path, capsys):
     methods = json.loads(report.read_text())["steps"]["methods"]
     assert code == 0 and set(methods) == {"stfl", "he-vfl (ckks)"}
     assert methods["he-vfl (ckks)"]["bytes"] > methods["stfl"]["bytes"] > 0
-    assert "[4] STFL vs HE-VFL (CKKS)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[4] STFL vs HE-VFL (CKKS)" in out
+    # what the passive party learns of the labels: attacked for HE-VFL, read from the transport for STFL
+    assert methods["he-vfl (ckks)"]["label_attack"]["cosine_auroc"] > 0.9
+    assert methods["stfl"]["passive_received"]["float_values"] == 0
+    assert "holding 0 float values: nothing to attack" in out

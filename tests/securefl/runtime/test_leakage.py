@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from protocols.errors import InputError
-from securefl.runtime.leakage import cosine_scores, label_leakage, norm_scores
+from securefl.runtime.leakage import cosine_scores, label_leakage, leakage_over_steps, norm_scores, received
 
 
 def _logistic_gradients(labels, probs, direction):
@@ -56,3 +56,36 @@ def test_a_zero_or_misshapen_reference_is_refused():
         cosine_scores(np.ones((3, 2)), np.zeros(2))
     with pytest.raises(InputError, match="non-zero vector of width 2"):
         cosine_scores(np.ones((3, 2)), np.ones(3))
+
+
+def test_over_steps_the_attacks_are_averaged_over_the_steps_with_both_classes():
+    # Arrange: two graded steps and one all-negative step (nothing to grade there)
+    labels = np.array([1, 0, 1, 0])
+    leaky = (labels, _logistic_gradients(labels, [0.3, 0.4, 0.3, 0.4], [1.0, 2.0]))
+    rng = np.random.default_rng(3)  # test data, not key material
+    noise = (labels, rng.normal(size=(4, 2)))
+    # Act
+    out = leakage_over_steps([leaky, (np.zeros(4, dtype=int), np.ones((4, 2))), noise])
+    # Assert
+    first, second = label_leakage(leaky[1], labels), label_leakage(noise[1], labels)
+    assert out["steps"] == 3 and out["graded_steps"] == 2 and out["rows"] == 8
+    assert out["cosine_auroc"] == pytest.approx((first["cosine_auroc"] + second["cosine_auroc"]) / 2)
+    assert out["first_step"] == {"norm_auroc": 1.0, "cosine_auroc": 1.0}
+    assert leakage_over_steps([])["cosine_auroc"] is None
+
+
+def test_received_counts_the_float_values_a_transport_delivered():
+    from protocols.codec import Tag
+    from protocols.transport import run_parties
+
+    def sender(transport):
+        transport.send("b", Tag(0, "x", "ints"), {"rows": np.arange(5)})
+        transport.send("b", Tag(0, "x", "floats"), {"g": np.ones((2, 3)), "s": 1.5, "raw": b"ab"})
+
+    def receiver(transport):
+        transport.recv("a", Tag(0, "x", "ints"))
+        transport.recv("a", Tag(0, "x", "floats"))
+
+    run = run_parties({"a": sender, "b": receiver}, record=True)
+
+    assert received(run.logs["b"]) == {"messages": 2, "float_values": 7, "kinds": {"x/ints": 1, "x/floats": 1}}
