@@ -1,4 +1,4 @@
-"""What a passive party learns of the active party's labels: HE-VFL against STFL.
+"""What a party learns that it should not: HE-VFL's and STFL's passive party, the averaging server.
 
     python -m benchmarks.leakage [--quick] [--datasets breast,default_credit,give_credit] [--seeds 5]
                                  [--steps 8] [--he ckks|paillier] [--json FILE] [--markdown FILE]
@@ -16,6 +16,11 @@ Per dataset and seed, on the STFL benchmark's split (40% self-taught, 40% train,
   (labels, gradients and model outputs could only arrive as floats). With none, there
   is no gradient to attack. The passive parties' messages do not depend on the epoch
   count, so STFL runs one VAE epoch and one training epoch here.
+
+The averaging server of CHFL (digits) and GL (heart; not in ``--quick``): one short run
+each with plain and with secure aggregation, every message recorded; what the server's
+transport delivered (float values, masked 64-bit words and the share of their bits that
+are 1) and the clients' accuracies, equal either way up to fixed-point error.
 """
 
 from __future__ import annotations
@@ -73,6 +78,42 @@ def stfl_view(split: Any, seed: int) -> dict[str, Any]:
     return {party.name: received(logs[party.name]) for party in split.dataset.passive}
 
 
+def server_view(method: str, data: Any, *, secure: bool, seed: int = 0) -> dict[str, Any]:
+    """One short run of CHFL (``data``: a partition) or GL (``data``: encoded clients) with every
+    message recorded: what the averaging server's transport delivered, and the clients' accuracy."""
+    from securefl.runtime.leakage import received
+
+    if method == "chfl":
+        from securefl.algorithms.chfl import CHFLConfig, run_chfl
+
+        result = run_chfl(data, CHFLConfig(rounds=2, seed=seed), secure_agg=secure, record=True)
+        accuracy, log = result["metrics"]["clients"], result["logs"]["server"]
+    else:
+        from securefl.algorithms.gl import method_result, paper_config, run_federated
+
+        config = paper_config("gl_heart", epochs=3, seed=seed, secure=secure)
+        outcome = run_federated(data, config, scope="global", record=True)
+        accuracy = {c: m["accuracy"] for c, m in method_result("gl", "gl_heart", config, outcome)["metrics"]
+                    ["clients"].items()}
+        log = outcome["run"].logs["server"]
+    return {"method": method, "aggregation": "secure" if secure else "plain", "client_accuracy": accuracy,
+            **received(log)}
+
+
+def server_views(quick: bool, data_dir: Path | None) -> list[dict[str, Any]]:
+    """CHFL on digits (and, unless ``quick``, GL on heart), each with plain and with secure aggregation."""
+    from securefl.data.chfl_sets import chfl_partition, load_chfl_dataset
+
+    runs = {"chfl": chfl_partition(load_chfl_dataset("digits"), n_clients=3)}
+    if not quick:
+        from securefl.data.gl_sets import encode_clients
+        from securefl.data.registry import load_registered
+
+        runs["gl"] = encode_clients(load_registered("gl_heart", kind="gl", data_dir=data_dir).split(0))
+    return [{"dataset": "digits" if method == "chfl" else "gl_heart", **server_view(method, data, secure=secure)}
+            for method, data in runs.items() for secure in (False, True)]
+
+
 def run_dataset(name: str, dataset: Any, config: Config) -> dict[str, Any]:
     """Every seed of one dataset: HE-VFL's attacked view and STFL's transport logs."""
     from securefl.data import stfl_split
@@ -108,7 +149,8 @@ def _num(value: float | None, std: float | None = None) -> str:
     return f"{value:.3f}" + (f" ± {std:.3f}" if std is not None else "")
 
 
-def markdown(meta: dict[str, Any], results: dict[str, Any], config: Config) -> str:
+def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict[str, Any]],
+             config: Config) -> str:
     rows = []
     for name, res in results.items():
         s = res["summary"]
@@ -116,8 +158,11 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], config: Config) -> s
                 f"{s['stfl_float_values']:,} float values received")
         rows.append([name, s["seeds"], f"{s['positive_rate']:.3f}", _num(s["norm_auroc"], s["norm_auroc_std"]),
                      _num(s["cosine_auroc"], s["cosine_auroc_std"]), stfl, ", ".join(s["stfl_kinds"])])
+    server = [[v["method"], v["dataset"], v["aggregation"], v["messages"], f"{v['float_values']:,}",
+               f"{v['uint64_words']:,}", _num(v["uint64_one_bit_rate"]),
+               ", ".join(f"{c} {a:.4f}" for c, a in v["client_accuracy"].items())] for v in views]
     return "\n".join([
-        markdown_header("Label leakage to the passive party: HE-VFL against STFL", meta),
+        markdown_header("Leakage: label inference by the passive party, and the averaging server's view", meta),
         f"HE-VFL ({config.he}) through the protocol for its first {config.steps} training steps; the passive"
         " party's decrypted dL/da per row is attacked per batch (norm attack: no label known; cosine attack:"
         " one positive row of the batch known, left out of the grading). AUROC 0.5 means the attack learns"
@@ -129,6 +174,16 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], config: Config) -> s
         "",
         markdown_table(["dataset", "seeds", "positive rate", "HE-VFL norm attack AUROC",
                         "HE-VFL cosine attack AUROC", "STFL passive party", "STFL messages received"], rows),
+        "## The averaging server's view",
+        "",
+        "What the server's transport delivered in a short run (CHFL: 3 clients, 2 rounds; GL: 3 epochs, 2"
+        " rounds), with plain and with secure aggregation. Plain: every client's update arrives as floats."
+        " Secure: no float value arrives, only 64-bit masked words (a share of 1 bits near 0.5: uniform"
+        " masks) and key-agreement messages; the server learns the sum alone, and the clients' accuracies"
+        " equal plain aggregation's up to fixed-point error.",
+        "",
+        markdown_table(["method", "dataset", "aggregation", "messages", "float values", "64-bit words",
+                        "share of 1 bits", "client accuracy"], server),
     ])
 
 
@@ -163,13 +218,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     argv=["benchmarks.leakage", *(sys.argv[1:] if argv is None else argv)])
     try:  # every dataset before the first run: a missing file is one line, not a half-done run
         datasets = {name: load_vertical(name, data_dir=data_dir) for name in config.datasets}
+        if not config.quick:
+            from securefl.data.registry import load_registered
+
+            load_registered("gl_heart", kind="gl", data_dir=data_dir)
     except InputError as exc:
         print(f"benchmarks.leakage: error: {exc}", file=sys.stderr)
         return 2
     results = {name: run_dataset(name, dataset, config) for name, dataset in datasets.items()}
-    write_json(json_path, {**meta, "datasets": results})
-    write_text(md_path, markdown(meta, results, config))
-    print(markdown(meta, results, config))
+    views = server_views(config.quick, data_dir)
+    write_json(json_path, {**meta, "datasets": results, "server_view": views})
+    text = markdown(meta, results, views, config)
+    write_text(md_path, text)
+    print(text)
     return 0
 
 

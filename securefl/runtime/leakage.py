@@ -89,13 +89,19 @@ def leakage_over_steps(steps: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[s
 
 
 def received(log: Iterable[Any]) -> dict[str, Any]:
-    """What one party's transport delivered (a ``record=True`` log): messages, their kinds, and
-    how many float values they held (labels, gradients and model outputs could only be floats)."""
+    """What one party's transport delivered (a ``record=True`` log): messages, their kinds, how
+    many float values they held (labels, gradients, model outputs and plain model updates could
+    only be floats), and the 64-bit words (secure aggregation's masked vectors) with the share of
+    their bits that are 1 (0.5 for uniform masks)."""
     log = list(log)
     floats = sum(int(v.size) for m in log for v in m.fields.values()
                  if isinstance(v, np.ndarray) and v.dtype.kind in "fc")
     floats += sum(1 for m in log for v in m.fields.values() if isinstance(v, float))
-    return {"messages": len(log), "float_values": floats,
+    words = [v for m in log for v in m.fields.values() if isinstance(v, np.ndarray) and v.dtype == np.uint64]
+    count = sum(int(w.size) for w in words)
+    ones = sum(int(np.unpackbits(np.ascontiguousarray(w).view(np.uint8)).sum()) for w in words)
+    return {"messages": len(log), "float_values": floats, "uint64_words": count,
+            "uint64_one_bit_rate": ones / (64 * count) if count else None,
             "kinds": dict(Counter(f"{m.tag.stage}/{m.tag.name}" for m in log))}
 
 

@@ -19,8 +19,14 @@ def test_quick_run_attacks_he_vfl_and_reads_stfls_transport(tmp_path):
     assert summary["cosine_auroc"] > 0.9  # HE-VFL's passive party reads the labels off its gradients
     assert summary["stfl_float_values"] == 0  # STFL's passive party gets no float at all
     assert summary["stfl_kinds"] == ["channel/hello", "psi/rows", "psi/singles"]
+    plain, secure = data["server_view"]  # CHFL on digits: the server reads plain updates, masked words only
+    assert (plain["aggregation"], secure["aggregation"]) == ("plain", "secure")
+    assert plain["float_values"] > 0 and plain["uint64_words"] == 0
+    assert secure["float_values"] == 0 and secure["uint64_words"] == plain["float_values"]
+    assert 0.49 < secure["uint64_one_bit_rate"] < 0.51
+    assert secure["client_accuracy"] == pytest.approx(plain["client_accuracy"], abs=0.02)
     text = (tmp_path / "leakage.md").read_text()
-    assert "quick run" in text and "nothing to attack" in text
+    assert "quick run" in text and "nothing to attack" in text and "The averaging server's view" in text
 
 
 @pytest.mark.parametrize("argv, message", [

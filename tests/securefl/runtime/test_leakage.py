@@ -79,7 +79,8 @@ def test_received_counts_the_float_values_a_transport_delivered():
     from protocols.transport import run_parties
 
     def sender(transport):
-        transport.send("b", Tag(0, "x", "ints"), {"rows": np.arange(5)})
+        transport.send("b", Tag(0, "x", "ints"), {"rows": np.arange(5),
+                                                  "y": np.array([0, 2**64 - 1, 1], dtype=np.uint64)})
         transport.send("b", Tag(0, "x", "floats"), {"g": np.ones((2, 3)), "s": 1.5, "raw": b"ab"})
 
     def receiver(transport):
@@ -88,4 +89,5 @@ def test_received_counts_the_float_values_a_transport_delivered():
 
     run = run_parties({"a": sender, "b": receiver}, record=True)
 
-    assert received(run.logs["b"]) == {"messages": 2, "float_values": 7, "kinds": {"x/ints": 1, "x/floats": 1}}
+    assert received(run.logs["b"]) == {"messages": 2, "float_values": 7, "uint64_words": 3,
+                                       "uint64_one_bit_rate": 65 / 192, "kinds": {"x/ints": 1, "x/floats": 1}}
