@@ -28,7 +28,9 @@ VERTICAL_METHODS = ("stfl", "he-vfl", "hierarchical", "centralized")
 EXAMPLE = "securefl run stfl --dataset breast --seed 0 --json stfl.json"
 HORIZONTAL_EXAMPLES = ("  CHFL: securefl run chfl --dataset covertype --rounds 20 --no-secure-agg\n"
                        "  GL:   securefl run gl --dataset gl_heart --seed 3 --json gl.json\n"
-                       "  own data: securefl run gl --csv sites.csv --label y --client-column site")
+                       "  own data: securefl run gl --csv sites.csv --label y --client-column site\n"
+                       "            securefl run chfl --csv sites.csv --label y --client-column site"
+                       " --features 'common=age,bmi'")
 
 
 def add_parser(subparsers: Any) -> None:
