@@ -2,6 +2,7 @@
 
     python -m benchmarks.leakage [--quick] [--datasets breast,default_credit,give_credit] [--seeds 5]
                                  [--steps 8] [--he ckks|paillier] [--json FILE] [--markdown FILE]
+                                 [--render-only]
 
 Per dataset and seed, on the STFL benchmark's split (40% self-taught, 40% train, 20% test):
 
@@ -34,8 +35,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, metadata, run_main,
-                               writable, write_json, write_text)
+from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, metadata, read_result,
+                               run_main, writable, write_json, write_text)
 
 DATASETS = ("breast", "default_credit", "give_credit")
 QUICK_DATASETS = ("breast_sklearn",)  # bundled: runs without $SECUREFL_DATA
@@ -167,10 +168,10 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict
         " party's decrypted dL/da per row is attacked per batch (norm attack: no label known; cosine attack:"
         " one positive row of the batch known, left out of the grading). AUROC 0.5 means the attack learns"
         " nothing, 1.0 that it recovers every label, and one far below 0.5 leaks as much (the score orders the"
-        " classes the other way round); mean ± std over seeds of the mean over steps. Early in training every"
-        " prediction is near the class rate, so the norms differ little and the norm attack is weak; the"
-        " gradients' direction gives the labels away from the first step. STFL: what each passive party's"
-        " transport delivered (1 VAE epoch, 1 training epoch).",
+        " classes the other way round); mean ± std over seeds of the mean over steps. The norm attack rests on"
+        " the minority class's larger errors once the model has learnt the class rate (Li et al.), so it is"
+        " weak early in training and on balanced data; the gradients' direction gives the labels away from the"
+        " first step. STFL: what each passive party's transport delivered (1 VAE epoch, 1 training epoch).",
         "",
         markdown_table(["dataset", "seeds", "positive rate", "HE-VFL norm attack AUROC",
                         "HE-VFL cosine attack AUROC", "STFL passive party", "STFL messages received"], rows),
@@ -187,7 +188,7 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict
     ])
 
 
-def parse_args(argv: Sequence[str] | None) -> tuple[Config, Path, Path, Path | None]:
+def parse_args(argv: Sequence[str] | None) -> tuple[Config, Path, Path, Path | None, bool]:
     p = argparse.ArgumentParser(prog="python -m benchmarks.leakage", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="bundled breast_sklearn, 2 seeds, 2 steps (labelled quick)")
     p.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated vertical datasets")
@@ -197,6 +198,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, Path, Path, Path | N
     p.add_argument("--data-dir", type=Path, default=None, help="dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument("--render-only", action="store_true", help="rewrite the Markdown from --json; run nothing")
     a = p.parse_args(argv)
     if a.seeds < 1 or a.steps < 1:
         p.error("--seeds and --steps must be at least 1")
@@ -206,16 +208,19 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, Path, Path, Path | N
     datasets = QUICK_DATASETS if a.quick else dataset_names(p, a.datasets, (*DATASETS, *QUICK_DATASETS))
     config = Config(datasets=datasets, seeds=2 if a.quick else a.seeds, steps=2 if a.quick else a.steps,
                     he=a.he, quick=a.quick)
-    return config, a.json, a.markdown, a.data_dir
+    return config, a.json, a.markdown, a.data_dir, a.render_only
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from protocols.errors import InputError
     from securefl.data import load_vertical
 
-    config, json_path, md_path, data_dir = parse_args(argv)
+    config, json_path, md_path, data_dir, render_only = parse_args(argv)
+    if render_only:
+        return render(json_path, md_path)
     meta = metadata(settings=asdict(config), quick=config.quick,
                     argv=["benchmarks.leakage", *(sys.argv[1:] if argv is None else argv)])
+    meta["benchmark"] = "leakage"
     try:  # every dataset before the first run: a missing file is one line, not a half-done run
         datasets = {name: load_vertical(name, data_dir=data_dir) for name in config.datasets}
         if not config.quick:
@@ -229,6 +234,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     views = server_views(config.quick, data_dir)
     write_json(json_path, {**meta, "datasets": results, "server_view": views})
     text = markdown(meta, results, views, config)
+    write_text(md_path, text)
+    print(text)
+    return 0
+
+
+def render(json_path: Path, md_path: Path) -> int:
+    """Rewrite the Markdown of a stored result (its own date, commit and settings)."""
+    stored = read_result(json_path, "--render-only", "leakage",
+                         {"datasets": dict, "server_view": list, "settings": dict})
+    settings = stored["settings"]
+    config = Config(**{**settings, "datasets": tuple(settings["datasets"])})
+    text = markdown(stored, stored["datasets"], stored["server_view"], config)
     write_text(md_path, text)
     print(text)
     return 0

@@ -27,6 +27,10 @@ def test_quick_run_attacks_he_vfl_and_reads_stfls_transport(tmp_path):
     assert secure["client_accuracy"] == pytest.approx(plain["client_accuracy"], abs=0.02)
     text = (tmp_path / "leakage.md").read_text()
     assert "quick run" in text and "nothing to attack" in text and "The averaging server's view" in text
+    # --render-only rewrites the same Markdown from the stored JSON, running nothing
+    (tmp_path / "leakage.md").unlink()
+    assert bench.main(["--render-only", "--json", str(tmp_path / "leakage.json")]) == 0
+    assert (tmp_path / "leakage.md").read_text() == text
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -47,3 +51,10 @@ def test_a_dataset_whose_files_are_missing_is_one_line_before_any_run(tmp_path, 
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and err.startswith("benchmarks.leakage: error:"), err
     assert not (tmp_path / "r.json").exists()
+
+
+def test_render_only_needs_a_leakage_result(tmp_path):
+    (tmp_path / "other.json").write_text('{"benchmark": "gl", "datasets": {}}')
+
+    with pytest.raises(SystemExit, match="is not a leakage result file"):
+        bench.main(["--render-only", "--json", str(tmp_path / "other.json")])
