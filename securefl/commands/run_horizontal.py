@@ -5,9 +5,10 @@ CHFL family (features split into common and per-client unique ones):
 ``--csv FILE --label COL`` with ``--features 'common=a,b;unique=c|d'`` or a random
 split (``--clients``, ``--common-ratio``); natural clients (``chfl``, ``common``,
 ``simple``, and ``local`` given ``--features``): ``--csv FILE --client-column COL
---features 'common=a,b'``, each client's other columns its unique features. GL family (natural clients with their own
-columns and classes): ``gl``, ``fedavg``, ``local``, ``centralized`` on ``--dataset
-gl_covertype|gl_heart`` or ``--csv FILE --label COL --client-column COL``.
+--features 'common=a,b'``, each client's other columns its unique features. GL family
+(natural clients with their own columns and classes): ``gl``, ``fedavg``, ``local``,
+``centralized`` on ``--dataset gl_covertype|gl_heart`` or ``--csv FILE --label COL
+--client-column COL``.
 Every model average runs through secure aggregation unless ``--no-secure-agg``.
 """
 
