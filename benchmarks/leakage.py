@@ -55,16 +55,11 @@ def he_vfl_view(split: Any, config: Config, seed: int) -> list[tuple[np.ndarray,
     """(labels, dL/da) of each training step, as HE-VFL's passive party decrypted them."""
     from baselines.he_vfl import HEVFLConfig, run_he_vfl
     from benchmarks.stfl_runs import ACTIVATION_BOUND
+    from securefl.runtime.leakage import graded_view
 
     ds = split.dataset
-    active, passive = ds.active, ds.passive[0]
     bound = {"activation_bound": ACTIVATION_BOUND[ds.name]} if ds.name in ACTIVATION_BOUND else {}
-    labels = dict(zip(active.ids, active.labels))
-    steps: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def observe(step: int, rows: np.ndarray, grad: np.ndarray) -> None:
-        steps.append((np.array([labels[passive.ids[r]] for r in rows]), grad))
-
+    steps, observe = graded_view(dict(zip(ds.active.ids, ds.active.labels)), ds.passive[0].ids)
     run_he_vfl(split, HEVFLConfig(he=config.he, seed=seed, max_steps=config.steps, max_eval_batches=1, **bound),
                observe=observe)
     return steps

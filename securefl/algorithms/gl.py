@@ -317,5 +317,5 @@ def run_gl(clients: Sequence[ClientData], config: GLConfig, *, dataset: str = "g
 
 
 __all__ = ["AGGREGATE", "GLConfig", "PAPER_SCHEDULE", "SCOPES", "SERVER", "SWITCHES", "aggregate", "as_tensor",
-           "batch_indices", "build_model", "check_client", "check_clients", "federated_tensors", "gl_client", "loss", "method_result",
-           "paper_config", "probabilities", "run_federated", "run_gl", "switch_default", "switches"]
+           "batch_indices", "build_model", "check_client", "check_clients", "federated_tensors", "gl_client", "loss",
+           "method_result", "paper_config", "probabilities", "run_federated", "run_gl", "switch_default", "switches"]

@@ -116,14 +116,11 @@ def _stfl_vs_he_vfl(epochs: int) -> dict[str, Any]:
     from baselines.he_vfl import HEVFLConfig, run_he_vfl
     from securefl.algorithms.stfl import STFLConfig, run_stfl
     from securefl.data import load_vertical, stfl_split
-    from securefl.runtime.leakage import leakage_over_steps, received
+    from securefl.runtime.leakage import graded_view, leakage_over_steps, received
 
     split = stfl_split(load_vertical("breast_sklearn"), seed=0)
     active, passive = split.dataset.active, split.dataset.passive[0]
-    labels, steps = dict(zip(active.ids, active.labels)), []
-
-    def observe(step: int, rows: np.ndarray, grad: np.ndarray) -> None:
-        steps.append((np.array([labels[passive.ids[r]] for r in rows]), grad))
+    steps, observe = graded_view(dict(zip(active.ids, active.labels)), passive.ids)
 
     out = {"stfl": run_stfl(split, STFLConfig(epochs=epochs, vae_epochs=epochs), record=True),
            "he-vfl (ckks)": run_he_vfl(split, HEVFLConfig(he="ckks", epochs=epochs), observe=observe)}

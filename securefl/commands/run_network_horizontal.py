@@ -78,9 +78,7 @@ def run_horizontal_party(args: argparse.Namespace, progress: Progress) -> int:
         from securefl.algorithms.chfl import METHOD_HEADS, secagg_config
 
         config = replace(chfl_config(args), heads=METHOD_HEADS[args.method])
-        agree = {**{k: v for k, v in config.settings().items() if k in ("seed", "rounds", "hidden")},
-                 "secure": args.secure_agg, "common": list(args.features), "classes": list(args.classes)}
-        rounds, wait = config.rounds, config.timeout
+        agree, rounds, wait = _chfl_agreed(config, args), config.rounds, config.timeout
     parties = (SERVER, *args.parties)
     run = {"parties": parties, "agree": agree, "wait": wait}
     if args.role == SERVER:
@@ -149,6 +147,12 @@ def _gl_agreed(config: Any) -> dict[str, Any]:
     """The settings on which the server's round count and the clients' global layers depend."""
     keep = ("seed", "epochs", "batches", "aggregate", "eta", "secure", "federate_bn_stats", "final_average", "shape")
     return {k: v for k, v in config.settings().items() if k in keep}
+
+
+def _chfl_agreed(config: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The federation's schema and the settings on which the common column and the round count depend."""
+    kept = {k: v for k, v in config.settings().items() if k in ("seed", "rounds", "hidden")}
+    return {**kept, "secure": args.secure_agg, "common": list(args.features), "classes": list(args.classes)}
 
 
 def _common(args: argparse.Namespace, config: Any, meter: Any, seconds: float) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from protocols.errors import InputError
 from securefl.data.chfl_partition import CHFLPartition, ClientData, ClientSplit, sample_rows
+from securefl.data.tables import read_labelled_csv
 
 
 def parse_common(text: str, *, where: str) -> tuple[str, ...]:
@@ -47,10 +48,14 @@ def parse_classes(text: str) -> tuple[str, ...]:
 
 def client_data(frame: pd.DataFrame, *, name: str, label: str, common: Sequence[str], classes: Sequence[str],
                 seed: int, source: str) -> tuple[ClientData, tuple[str, ...]]:
-    """One client's :class:`ClientData` from its rows (label column included) and its unique column names."""
+    """One client's :class:`ClientData` from its rows (label column included) and its unique column names.
+
+    ``unique_columns`` index the frame's feature columns (all but the label, empty ones
+    included), the columns a :class:`CHFLPartition`'s ``common_columns`` index too.
+    """
     labels = _labels(frame[label], name=name, label=label, classes=classes, source=source)
-    features = frame.drop(columns=[label])
-    features = features.loc[:, features.notna().any(axis=0)]  # empty in all its rows: another client's
+    every = frame.drop(columns=[label])
+    features = every.loc[:, every.notna().any(axis=0)]  # empty in all its rows: another client's
     for column in features.columns:
         missing = int(features[column].isna().sum())
         if missing:
@@ -72,7 +77,7 @@ def client_data(frame: pd.DataFrame, *, name: str, label: str, common: Sequence[
         raise InputError(f"{source}: client {name!r} has {len(labels)} rows, too few to split 60/20/20 into"
                          " training, validation and test rows")
     train, val, test = (ClientSplit(common=x_common[p], unique=x_unique[p], labels=labels[p]) for p in parts)
-    columns = np.array([features.columns.get_loc(c) for c in unique], dtype=np.int64)
+    columns = np.array([every.columns.get_loc(c) for c in unique], dtype=np.int64)
     return ClientData(name=name, unique_columns=columns, train=train, val=val, test=test), unique
 
 
@@ -93,7 +98,7 @@ def _labels(column: pd.Series, *, name: str, label: str, classes: Sequence[str],
 def load_client_csv(path: str | Path, *, name: str, label: str, common: Sequence[str], classes: Sequence[str],
                     seed: int) -> ClientData:
     """The one client's own CSV, for ``securefl run chfl --role NAME`` (every row its own)."""
-    path, frame = _read(path, label)
+    path, frame = read_labelled_csv(path, label=label)
     return client_data(frame, name=name, label=label, common=common, classes=classes, seed=seed,
                        source=str(path))[0]
 
@@ -101,7 +106,7 @@ def load_client_csv(path: str | Path, *, name: str, label: str, common: Sequence
 def load_csv_partition(path: str | Path, *, label: str, client_column: str, common: Sequence[str],
                        seed: int) -> CHFLPartition:
     """Every natural client of one CSV (one per value of ``client_column``), as a :class:`CHFLPartition`."""
-    path, frame = _read(path, label, client_column)
+    path, frame = read_labelled_csv(path, label=label, also=("--client-column", client_column))
     unassigned = int(frame[client_column].isna().sum())
     if unassigned:
         raise InputError(f"--client-column {client_column!r}: {unassigned} rows of {path} name no client")
@@ -124,18 +129,6 @@ def load_csv_partition(path: str | Path, *, label: str, client_column: str, comm
     return CHFLPartition(dataset=path.name.split(".")[0], n_classes=len(classes),
                          common_columns=np.array([names.index(c) for c in common], dtype=np.int64),
                          clients=tuple(data for data, _ in built), settings=settings)
-
-
-def _read(path: str | Path, label: str, client_column: str | None = None) -> tuple[Path, pd.DataFrame]:
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"--csv file {path} not found")
-    frame = pd.read_csv(path)
-    for option, column in (("--label", label), ("--client-column", client_column)):
-        if column is not None and column not in frame.columns:
-            known = ", ".join(map(str, frame.columns))
-            raise InputError(f"{option}: column {column!r} not in {path} (columns: {known})")
-    return path, frame
 
 
 __all__ = ["client_data", "load_client_csv", "load_csv_partition", "parse_classes", "parse_common"]

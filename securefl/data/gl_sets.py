@@ -28,6 +28,7 @@ from sklearn.preprocessing import OrdinalEncoder, StandardScaler
 
 from protocols.errors import InputError
 from securefl.data.entries import DataFile, DatasetEntry
+from securefl.data.tables import read_labelled_csv
 
 COVER_CLIENTS = ("comanche", "neota", "poudre", "rawah")
 COVER_TESTED = ("neota", "poudre")
@@ -196,7 +197,7 @@ def load_csv_clients(path: str | Path, *, label: str, client_column: str) -> GLD
     Each client's rows are split per seed like the heart files (33% test, then 10% of
     the rest for validation). Binary if the label has two values overall.
     """
-    path, frame = _read_user_csv(path, label=label, also=("--client-column", client_column))
+    path, frame = read_labelled_csv(path, label=label, also=("--client-column", client_column))
     if frame[label].dropna().nunique() < 2:
         raise InputError(f"--label: column {label!r} in {path} needs at least two classes")
     unassigned = int(frame[client_column].isna().sum())
@@ -216,24 +217,10 @@ def load_csv_clients(path: str | Path, *, label: str, client_column: str) -> GLD
 def load_client_csv(path: str | Path, *, label: str, name: str) -> ClientTable:
     """One client's own CSV (every row its own, split per seed as :func:`load_csv_clients` splits
     each client), for a client that runs alone on its own machine (``securefl run gl --role``)."""
-    path, frame = _read_user_csv(path, label=label)
+    path, frame = read_labelled_csv(path, label=label)
     if frame[label].dropna().empty:
         raise InputError(f"--label: column {label!r} in {path} has no values (client {name!r} has no labels)")
     return ClientTable(name, label, full=frame)
-
-
-def _read_user_csv(path: str | Path, *, label: str, also: tuple[str, str] | None = None
-                   ) -> tuple[Path, pd.DataFrame]:
-    """The ``--csv`` file as a frame, with its ``--label`` (and ``also``) column checked."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"--csv file {path} not found")
-    frame = pd.read_csv(path)
-    for option, column in (("--label", label), *([also] if also else [])):
-        if column not in frame.columns:
-            known = ", ".join(map(str, frame.columns))
-            raise InputError(f"{option}: column {column!r} not in {path} (columns: {known})")
-    return path, frame
 
 
 def _cover_files() -> tuple[DataFile, ...]:

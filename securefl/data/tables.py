@@ -36,6 +36,27 @@ def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
     return frame
 
 
+def read_labelled_csv(path: str | os.PathLike, *, label: str,
+                      also: tuple[str, str] | None = None) -> tuple[Path, pd.DataFrame]:
+    """A user's ``--csv`` file (values typed by pandas) with its ``--label`` column, and ``also``
+    (an option and the column it names, e.g. ``("--client-column", "site")``), checked."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"--csv file {path} not found")
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: file is empty, expected a CSV with a header row") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: cannot read CSV: {first}") from None
+    for option, column in (("--label", label), *([also] if also else [])):
+        if column not in frame.columns:
+            known = ", ".join(map(str, frame.columns))
+            raise InputError(f"{option}: column {column!r} not in {path} (columns: {known})")
+    return path, frame
+
+
 def write_csv_atomically(out_dir: str | os.PathLike, frames: Mapping[str, pd.DataFrame]) -> list[Path]:
     """Write ``{file name: frame}`` into ``out_dir`` so a failure leaves nothing half-written.
 

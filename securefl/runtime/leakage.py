@@ -21,7 +21,7 @@ gradients; the labels are needed only to grade the attack.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
@@ -88,6 +88,19 @@ def leakage_over_steps(steps: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[s
             "first_step": {k: graded[0][k] for k in ("norm_auroc", "cosine_auroc")}}
 
 
+def graded_view(labels: Mapping[str, int], passive_ids: Sequence[str]
+                ) -> tuple[list[tuple[np.ndarray, np.ndarray]], Callable[[int, np.ndarray, np.ndarray], None]]:
+    """An ``observe`` callback for HE-VFL's passive party (``run_he_vfl(observe=...)``) and the list
+    it fills with each step's (true labels, dL/da); ``labels`` maps an ID to the active party's
+    label, used to grade the attacks only, and ``passive_ids`` are the passive table's row IDs."""
+    steps: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def observe(step: int, rows: np.ndarray, grads: np.ndarray) -> None:
+        steps.append((np.array([labels[passive_ids[r]] for r in rows]), grads))
+
+    return steps, observe
+
+
 def received(log: Iterable[Any]) -> dict[str, Any]:
     """What one party's transport delivered (a ``record=True`` log): messages, their kinds, how
     many float values they held (labels, gradients, model outputs and plain model updates could
@@ -105,4 +118,4 @@ def received(log: Iterable[Any]) -> dict[str, Any]:
             "kinds": dict(Counter(f"{m.tag.stage}/{m.tag.name}" for m in log))}
 
 
-__all__ = ["cosine_scores", "label_leakage", "leakage_over_steps", "norm_scores", "received"]
+__all__ = ["cosine_scores", "graded_view", "label_leakage", "leakage_over_steps", "norm_scores", "received"]

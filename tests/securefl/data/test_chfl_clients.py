@@ -31,6 +31,9 @@ def test_each_client_has_its_own_unique_columns_and_the_shared_classes(tmp_path)
     assert [c.name for c in partition.clients] == ["north", "south"] and partition.n_classes == 3
     assert partition.settings["unique_features"] == {"north": ["u1", "u2"], "south": ["w1"]}
     assert north.train.unique.shape[1] == 2 and south.train.unique.shape[1] == 1
+    # one index space for common and unique columns: the file's features c1, c2, u1, u2, w1
+    assert partition.common_columns.tolist() == [0, 1]
+    assert north.unique_columns.tolist() == [2, 3] and south.unique_columns.tolist() == [4]
     assert [len(s.labels) for s in (north.train, north.val, north.test)] == [24, 8, 8]
     assert set(np.concatenate([s.labels for s in (north.train, north.val, north.test)])) <= {0, 1}  # "a", "b"
 
@@ -83,6 +86,9 @@ def test_a_client_too_small_to_split_or_with_an_unknown_class_is_refused(tmp_pat
         load_client_csv(tmp_path / "odd.csv", name="odd", **kwargs)
     with pytest.raises(InputError, match="--csv file .*missing.csv not found"):
         load_client_csv(tmp_path / "missing.csv", name="x", **kwargs)
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(InputError, match="empty.csv: file is empty, expected a CSV with a header row"):
+        load_client_csv(tmp_path / "empty.csv", name="x", **kwargs)
 
 
 def test_the_schema_options_parse_or_say_what_they_need():

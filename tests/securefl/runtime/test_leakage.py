@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from protocols.errors import InputError
-from securefl.runtime.leakage import cosine_scores, label_leakage, leakage_over_steps, norm_scores, received
+from securefl.runtime.leakage import (cosine_scores, graded_view, label_leakage, leakage_over_steps, norm_scores,
+                                     received)
 
 
 def _logistic_gradients(labels, probs, direction):
@@ -91,3 +92,13 @@ def test_received_counts_the_float_values_a_transport_delivered():
 
     assert received(run.logs["b"]) == {"messages": 2, "float_values": 7, "uint64_words": 3,
                                        "uint64_one_bit_rate": 65 / 192, "kinds": {"x/ints": 1, "x/floats": 1}}
+
+
+def test_graded_view_pairs_each_observed_row_with_its_true_label():
+    steps, observe = graded_view({"u1": 1, "u2": 0, "u3": 1}, ["u3", "u2", "u1"])
+
+    observe(1, np.array([2, 1]), np.ones((2, 4)))
+    observe(2, np.array([0]), np.zeros((1, 4)))
+
+    assert [labels.tolist() for labels, _ in steps] == [[1, 0], [1]]
+    assert [grads.shape for _, grads in steps] == [(2, 4), (1, 4)]
