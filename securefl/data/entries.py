@@ -9,9 +9,10 @@ from typing import Any, Callable, Sequence
 Loader = Callable[[Sequence[Path]], Any]
 """Builds a dataset from the verified paths of the entry's ``files``, in that order."""
 
-KINDS = ("vertical", "chfl", "gl")
+KINDS = ("vertical", "chfl", "gl", "tdcd")
 """vertical: a VerticalDataset (STFL, HE-VFL); chfl: one table whose features CHFL splits into
-common and unique; gl: natural clients with their own files (Global Layers)."""
+common and unique; gl: natural clients with their own files (Global Layers); tdcd: one table
+that silos split by columns and each silo's clients by rows (TieredTable)."""
 
 
 @dataclass(frozen=True)

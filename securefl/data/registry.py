@@ -19,6 +19,7 @@ from typing import Mapping
 from protocols.errors import InputError
 from securefl.data.entries import DataFile, DatasetEntry
 from securefl.data.horizontal_sets import HORIZONTAL_ENTRIES
+from securefl.data.tdcd_entries import TDCD_ENTRIES
 from securefl.data.stfl_sets import load_breast_sklearn, load_fate_pair, load_give_credit
 from securefl.data.vertical import VerticalDataset
 
@@ -101,7 +102,8 @@ _ENTRIES = (
 )
 
 REGISTRY: Mapping[str, DatasetEntry] = MappingProxyType({entry.name: entry
-                                                         for entry in (*_ENTRIES, *HORIZONTAL_ENTRIES)})
+                                                         for entry in (*_ENTRIES, *HORIZONTAL_ENTRIES,
+                                                                       *TDCD_ENTRIES)})
 """Every registered dataset by name (read-only)."""
 
 

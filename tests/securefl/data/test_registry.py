@@ -40,10 +40,10 @@ def test_the_registry_and_its_entries_are_read_only():
 
 def test_an_unknown_name_lists_the_known_ones():
     with pytest.raises(InputError) as error:
-        get_dataset("mnist")
+        get_dataset("cifar10")
 
     message = str(error.value)
-    assert message.startswith("unknown dataset 'mnist'; known datasets: ")
+    assert message.startswith("unknown dataset 'cifar10'; known datasets: ")
     assert all(name in message for name in STFL_DATASETS)
     with pytest.raises(InputError, match="unknown dataset 'nope'"):
         load_vertical("nope")

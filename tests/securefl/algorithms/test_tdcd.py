@@ -1,0 +1,168 @@
+"""TDCD: Algorithm 1 against plain references, what each party receives, learning, bad input."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from protocols.errors import InputError
+from securefl.algorithms.tdcd import TDCDConfig, draw_batches
+from securefl.algorithms.tdcd_hub import run_tdcd
+from securefl.data.tdcd_sets import TieredTable, tiered_split
+
+CONFIG = TDCDConfig(rounds=6, local_steps=3, batch_size=8, lr=0.05, l2=0.01, seed=2)
+
+
+def _regression_table(rows=120, features=7, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, features))
+    y = x @ rng.normal(size=features) + 0.1 * rng.normal(size=rows)
+    return TieredTable("synthetic", "regression", x, y)
+
+
+def _global(split):
+    """Each silo's training block and the labels, back in global row order (what a reference sees)."""
+    blocks = []
+    y = np.zeros(split.n_train)
+    for layout, shards in zip(split.layouts, split.shards):
+        block = np.zeros((split.n_train, shards[0].x_train.shape[1]))
+        for rows, shard in zip(layout.train_rows, shards):
+            block[rows], y[rows] = shard.x_train, shard.y_train
+        blocks.append(block)
+    return blocks, y
+
+
+def _objective(blocks, y, thetas, l2):
+    pred = sum(b @ t for b, t in zip(blocks, thetas))
+    return 0.5 * np.mean((pred - y) ** 2) + 0.5 * l2 * sum(t @ t for t in thetas)
+
+
+def _reference(split, config):
+    """Algorithm 1 for the linear model, written out directly in float64."""
+    blocks, y = _global(split)
+    clients = len(split.layouts[0].clients)
+    local = [[np.zeros(b.shape[1]) for _ in range(clients)] for b in blocks]
+    history = []
+    for rnd in range(config.rounds + 1):
+        thetas = [np.mean(silo, axis=0) for silo in local]
+        history.append(_objective(blocks, y, thetas, config.l2))
+        if rnd == config.rounds:
+            return history
+        batches = draw_batches(config, rnd, split.n_train, clients)
+        contributions = [b @ t for b, t in zip(blocks, thetas)]
+        for j, layout in enumerate(split.layouts):
+            stale = sum(contributions) - contributions[j]
+            for k, rows in enumerate(layout.train_rows):
+                theta = thetas[j].copy()
+                for batch in batches:
+                    mine = batch[np.isin(batch, rows)]
+                    grad = config.l2 * theta
+                    if mine.size:
+                        residual = blocks[j][mine] @ theta + stale[mine] - y[mine]
+                        grad = grad + blocks[j][mine].T @ residual / mine.size
+                    theta = theta - config.lr * grad
+                local[j][k] = theta
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_the_federation_follows_algorithm_1_written_out_in_plain(secure):
+    # Arrange
+    split = tiered_split(_regression_table(), silos=3, clients=2, seed=1)
+    config = replace(CONFIG, secure=secure)
+    # Act
+    result = run_tdcd(split, config)
+    # Assert: the objective after every averaging equals the reference's (float32 Phi, fixed-point sums)
+    ours = [h["objective"] for h in result["history"]]
+    np.testing.assert_allclose(ours, _reference(split, config), rtol=2e-4)
+    assert ours[-1] < 0.5 * ours[0]
+
+
+def test_one_client_per_silo_and_one_local_step_is_minibatch_sgd_on_the_whole_model():
+    # Arrange: with Q = 1 and K = 1 every silo steps on the full gradient's block at fresh Phi
+    split = tiered_split(_regression_table(seed=4), silos=2, clients=1, seed=0)
+    config = replace(CONFIG, local_steps=1, rounds=8)
+    blocks, y = _global(split)
+    x = np.hstack(blocks)
+    theta, expected = np.zeros(x.shape[1]), []
+    for rnd in range(config.rounds + 1):
+        expected.append(0.5 * np.mean((x @ theta - y) ** 2) + 0.5 * config.l2 * theta @ theta)
+        if rnd < config.rounds:
+            (batch,) = draw_batches(config, rnd, split.n_train, 1)
+            theta = theta - config.lr * (x[batch].T @ (x[batch] @ theta - y[batch]) / batch.size + config.l2 * theta)
+    # Act
+    result = run_tdcd(split, config)
+    # Assert
+    np.testing.assert_allclose([h["objective"] for h in result["history"]], expected, rtol=1e-4)
+
+
+def _received_arrays(run_logs, party):
+    return [(m.src, m.tag.stage, v) for m in run_logs[party] for v in m.fields.values() if isinstance(v, np.ndarray)]
+
+
+def test_parties_receive_only_phi_masked_sums_and_their_own_silos_average():
+    # Arrange
+    split = tiered_split(_regression_table(), silos=2, clients=2, seed=0)
+    # Act
+    logs = run_tdcd(split, CONFIG, record=True)["logs"]
+    # Assert: a hub's only floats are Phi (one value per row); weights reach it as masked words
+    for hub in ("hub0", "hub1"):
+        received = _received_arrays(logs, hub)
+        assert any(value.dtype == np.uint64 for _, _, value in received)
+        for src, stage, value in received:
+            assert value.dtype.kind != "f" or (value.ndim == 2 and value.shape[1] == 1), (hub, src, stage)
+    # a client gets Phi rows, its minibatch plan and its own silo's average (its own model's length)
+    for j, shards in enumerate(split.shards):
+        width = shards[0].x_train.shape[1]
+        for shard in shards:
+            for src, stage, value in _received_arrays(logs, shard.name):
+                assert src in (f"hub{j}", *(s.name for s in shards)), src
+                if value.dtype.kind == "f" and value.ndim == 1:
+                    assert value.size == width and stage == "fedavg"
+                elif value.dtype.kind == "f":
+                    assert value.shape[1] == 1
+                    assert value.shape[0] <= len(shard.y_train) + len(shard.y_test)
+
+
+def test_a_small_cnn_per_silo_learns_to_classify_images_split_down_the_middle():
+    # Arrange: class = which half holds the bright bar, so neither silo alone can tell
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, size=160)
+    images = rng.integers(0, 40, size=(160, 8, 8)).astype(np.uint8)
+    for i, label in enumerate(y):
+        images[i, 2:6, 1 + 4 * label:3 + 4 * label] = 255
+    split = tiered_split(TieredTable("bars", "classification", images, y, n_classes=2), silos=2, clients=2, seed=0)
+    config = TDCDConfig(rounds=8, local_steps=4, batch_size=16, lr=0.05, l2=0.0, eval_every=0, seed=1)
+    # Act
+    result = run_tdcd(split, config)
+    # Assert
+    assert result["metrics"]["accuracy"] > 0.85
+    assert len(result["history"]) == 1 and result["bytes_by_purpose"]["training"] > 0
+
+
+def test_the_torch_backend_gives_the_in_process_result():
+    # Arrange
+    split = tiered_split(_regression_table(rows=60), silos=2, clients=1, seed=0)
+    config = replace(CONFIG, rounds=3)
+    # Act
+    here, there = run_tdcd(split, config), run_tdcd(split, config, backend="torch")
+    # Assert
+    assert [h["objective"] for h in there["history"]] == pytest.approx([h["objective"] for h in here["history"]])
+    assert there["bytes"] == here["bytes"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"rounds": 0}, "rounds must be a positive int"),
+    ({"local_steps": 1.5}, "local_steps must be a positive int"),
+    ({"lr": -1.0}, "lr must be positive"),
+    ({"l2": -0.1}, "l2 must be >= 0"),
+    ({"eval_every": -1}, "eval_every must be an int >= 0"),
+])
+def test_bad_settings_are_one_line_errors(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        TDCDConfig(**kwargs)
+
+
+def test_one_silo_is_refused():
+    split = tiered_split(_regression_table(), silos=1, clients=2, seed=0)
+    with pytest.raises(InputError, match="at least two silos"):
+        run_tdcd(split, CONFIG)
