@@ -93,12 +93,12 @@ class TDCDConfig:
 
 
 def build_silo_model(shard: ClientShard, *, task: str, n_classes: int, seed: int) -> torch.nn.Module:
-    """Silo ``shard.silo``'s model, initialised alike in all its clients (from the seed)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(SeedPlan(seed).derive(f"tdcd:init:silo{shard.silo}"))
-        if shard.x_train.ndim == 3:
-            return ImageSilo(shard.x_train.shape[1], shard.x_train.shape[2], n_classes, bias=shard.silo == 0)
-        return LinearSilo(shard.x_train.shape[1], 1 if task == "regression" else n_classes)
+    """Silo ``shard.silo``'s model, initialised alike in all its clients (from the seed, not the global RNG)."""
+    if shard.x_train.ndim == 3:
+        generator = SeedPlan(seed).torch(f"tdcd:init:silo{shard.silo}")
+        return ImageSilo(shard.x_train.shape[1], shard.x_train.shape[2], n_classes, bias=shard.silo == 0,
+                         generator=generator)
+    return LinearSilo(shard.x_train.shape[1], 1 if task == "regression" else n_classes)
 
 
 def row_losses(pred: torch.Tensor, y: torch.Tensor, task: str) -> torch.Tensor:

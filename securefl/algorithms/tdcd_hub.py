@@ -124,8 +124,6 @@ def check_split(split: TieredSplit, config: TDCDConfig) -> None:
     if len(sizes) != 1:
         raise InputError(f"every silo needs the same number of clients (the minibatch is batch_size per client),"
                          f" got {sorted(sizes)}")
-    if split.silos < 2:
-        raise InputError(f"TDCD needs at least two silos, got {split.silos}")
 
 
 def run_tdcd(split: TieredSplit, config: TDCDConfig, *, backend: str = "inprocess",

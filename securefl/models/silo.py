@@ -10,9 +10,15 @@ information"), never their features or weights.
   256-dimensional embedding) on the silo's columns of an image, followed by the silo's
   block of the shared linear classifier (512 -> 10 for two silos). Silo 0 holds the
   classifier's bias.
+
+Initial weights come from a ``torch.Generator``, never the global RNG: clients run as
+threads of one process, and a shared RNG seeded by each would hand the clients of one
+silo different initial weights (whose average is a shrunken, barely trainable model).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn
@@ -35,7 +41,8 @@ class ImageSilo(nn.Module):
     """conv(32) - pool - conv(64) - pool - linear(256) - ReLU on an (H x W) slice, then the silo's
     (256 -> classes) block of the shared classifier."""
 
-    def __init__(self, height: int, width: int, classes: int, *, bias: bool) -> None:
+    def __init__(self, height: int, width: int, classes: int, *, bias: bool,
+                 generator: torch.Generator | None = None) -> None:
         super().__init__()
         self.features = nn.Sequential(
             nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -45,9 +52,24 @@ class ImageSilo(nn.Module):
             raise ValueError(f"an image slice of {height}x{width} pixels is too small for two 2x2 poolings")
         self.embed = nn.Sequential(nn.Linear(flat, EMBEDDING), nn.ReLU())
         self.classifier = nn.Linear(EMBEDDING, classes, bias=bias)
+        if generator is not None:
+            seeded_layers_(self, generator)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier(self.embed(self.features(x.unsqueeze(1))))
 
 
-__all__ = ["EMBEDDING", "ImageSilo", "LinearSilo"]
+def seeded_layers_(module: nn.Module, generator: torch.Generator) -> nn.Module:
+    """torch's default initialisation of every Linear and Conv2d layer (Kaiming-uniform, bias
+    uniform in +-1/sqrt(fan_in)), drawn from ``generator`` in module order."""
+    with torch.no_grad():
+        for layer in module.modules():
+            if isinstance(layer, (nn.Linear, nn.Conv2d)):
+                nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)
+                if layer.bias is not None:
+                    bound = 1.0 / math.sqrt(layer.weight[0].numel())
+                    nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+    return module
+
+
+__all__ = ["EMBEDDING", "ImageSilo", "LinearSilo", "seeded_layers_"]

@@ -64,10 +64,10 @@ def _reference(split, config):
                 local[j][k] = theta
 
 
-@pytest.mark.parametrize("secure", [False, True])
-def test_the_federation_follows_algorithm_1_written_out_in_plain(secure):
-    # Arrange
-    split = tiered_split(_regression_table(), silos=3, clients=2, seed=1)
+@pytest.mark.parametrize("secure, silos", [(False, 3), (True, 3), (True, 1)])
+def test_the_federation_follows_algorithm_1_written_out_in_plain(secure, silos):
+    # Arrange: one silo is the degenerate case, local SGD with periodic averaging
+    split = tiered_split(_regression_table(), silos=silos, clients=2, seed=1)
     config = replace(CONFIG, secure=secure)
     # Act
     result = run_tdcd(split, config)
@@ -162,7 +162,30 @@ def test_bad_settings_are_one_line_errors(kwargs, message):
         TDCDConfig(**kwargs)
 
 
-def test_one_silo_is_refused():
-    split = tiered_split(_regression_table(), silos=1, clients=2, seed=0)
-    with pytest.raises(InputError, match="at least two silos"):
-        run_tdcd(split, CONFIG)
+def test_clients_of_a_silo_built_at_once_in_threads_start_from_the_same_weights():
+    # Arrange: clients are threads of one process; a seeded global RNG would race between them
+    import threading
+
+    import torch
+
+    from securefl.algorithms.tdcd import build_silo_model
+
+    split = tiered_split(TieredTable("img", "classification", np.zeros((40, 8, 8), np.uint8),
+                                     np.zeros(40, np.int64), 2), silos=2, clients=2, seed=0)
+    models = [None] * 8
+
+    def build(i):
+        models[i] = build_silo_model(split.shards[1][i % 2], task="classification", n_classes=2, seed=5)
+
+    # Act
+    threads = [threading.Thread(target=build, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Assert
+    first = list(models[0].parameters())
+    for model in models[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(first, model.parameters()))
+    other = build_silo_model(split.shards[0][0], task="classification", n_classes=2, seed=5)
+    assert not torch.equal(next(other.parameters()), first[0])
