@@ -1,7 +1,7 @@
 """``securefl run METHOD``: train one method on one dataset and report accuracy, time and bytes.
 
 Horizontal methods (CHFL, GL and their baselines) are described in
-:mod:`securefl.commands.run_horizontal`. Vertical methods (the STFL paper's comparison): ``stfl``, ``he-vfl``,
+:mod:`securefl.commands.run_horizontal`, TDCD in :mod:`securefl.commands.run_tdcd`. Vertical methods (the STFL paper's comparison): ``stfl``, ``he-vfl``,
 ``hierarchical``, ``centralized``. The data is a registered dataset
 (``--dataset``) or one CSV per party (``--party-csv``, with ``--id-column`` and
 ``--label``; the file holding the label column is the active party). Rows are
@@ -20,7 +20,7 @@ from protocols.errors import InputError
 from securefl.data import stfl_split
 from securefl.commands.run_horizontal import (HORIZONTAL_METHODS, add_arguments, check_args, family,
                                               run_chfl_family, run_gl_family, summary_line)
-from securefl.commands import run_network
+from securefl.commands import run_network, run_tdcd
 from securefl.commands.run_options import check_scope
 from securefl.results import check_output, write_json_atomically
 
@@ -38,8 +38,9 @@ def add_parser(subparsers: Any) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                               epilog=f"example: {EXAMPLE}\n  own data: securefl run stfl --party-csv bank.csv"
                                      f" shop.csv --id-column id --label y\n{HORIZONTAL_EXAMPLES}\n"
+                                     f"  TDCD: {run_tdcd.EXAMPLE}\n"
                                      f"  one party per machine: {run_network.EXAMPLE}")
-    p.add_argument("method", choices=(*VERTICAL_METHODS, *HORIZONTAL_METHODS))
+    p.add_argument("method", choices=(*VERTICAL_METHODS, *HORIZONTAL_METHODS, "tdcd"))
     data = p.add_mutually_exclusive_group()
     data.add_argument("--dataset", help="a registered dataset (default: breast_sklearn, bundled)")
     data.add_argument("--party-csv", nargs="+", type=Path, metavar="CSV", help="one CSV per party")
@@ -60,6 +61,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--json", type=Path, help="write the result object here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_arguments(p)
+    run_tdcd.add_arguments(p)
     run_network.add_arguments(p)
     p.set_defaults(handler=run, option_default=p.get_default)  # for check_scope: was an option set?
 
@@ -115,6 +117,12 @@ def run(args: argparse.Namespace) -> int:
     resolve_device(args.device)
     kind = family(args, lambda name: get_dataset(name).kind)
     check_scope(args, kind, args.option_default)
+    if kind == "tdcd":
+        result = run_tdcd.run_tdcd_command(args, _progress(args, "tdcd rounds"))
+        print(run_tdcd.summary_line(result))
+        if args.json:
+            write_json_atomically(args.json, result)
+        return 0
     if kind != "vertical" and args.role is not None:
         from securefl.commands.run_network_horizontal import run_horizontal_party
 

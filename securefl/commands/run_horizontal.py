@@ -68,9 +68,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def family(args: argparse.Namespace, kind_of: Callable[[str], str]) -> str:
-    """"vertical", "chfl" or "gl": which method family and data ``args`` name; InputError on a mismatch."""
+    """"vertical", "chfl", "gl" or "tdcd": which method family and data ``args`` name; InputError on a mismatch."""
     if args.method in CHFL_METHODS or args.method in GL_METHODS or args.method == "local":
         wanted = "chfl" if args.method in CHFL_METHODS else "gl" if args.method in GL_METHODS else None
+    elif args.method == "tdcd":
+        wanted = "tdcd"
     else:
         wanted = "vertical" if args.method != "centralized" else None
     if args.party_csv:
@@ -95,7 +97,8 @@ def family(args: argparse.Namespace, kind_of: Callable[[str], str]) -> str:
 def _needs(kind: str) -> str:
     return {"chfl": "a CHFL dataset (--dataset covertype|digits|...) or --csv (with --features 'common=...')",
             "gl": "a GL dataset (--dataset gl_covertype|gl_heart) or --csv with --client-column",
-            "vertical": "a vertical dataset (--dataset breast|...) or --party-csv"}[kind]
+            "vertical": "a vertical dataset (--dataset breast|...) or --party-csv",
+            "tdcd": "a TDCD dataset (--dataset diabetes_sklearn|tdcd_pol|tdcd_elevators|tdcd_kegg|mnist)"}[kind]
 
 
 def _source(args: argparse.Namespace, kind: str) -> str:

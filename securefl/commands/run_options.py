@@ -19,7 +19,7 @@ from typing import Any, Callable
 from protocols.errors import InputError
 
 Applies = Callable[[argparse.Namespace, str], bool]
-"""(args, data family "vertical" | "chfl" | "gl") -> whether the option is used."""
+"""(args, data family "vertical" | "chfl" | "gl" | "tdcd") -> whether the option is used."""
 
 SCOPE: dict[str, tuple[str, Applies]] = {
     "vae_epochs": ("stfl", lambda a, kind: a.method == "stfl"),
@@ -27,25 +27,31 @@ SCOPE: dict[str, tuple[str, Applies]] = {
     "all_data": ("the vertical methods but stfl, whose passive parties pretrain on the self-taught rows",
                  lambda a, kind: kind == "vertical" and a.method != "stfl"),
     "lrs": ("the CHFL family (chfl, common, simple, local) on CHFL data", lambda a, kind: kind == "chfl"),
+    "epochs": ("every method but tdcd (which counts --rounds)", lambda a, kind: kind != "tdcd"),
     "id_column": ("--party-csv", lambda a, kind: bool(a.party_csv)),
     "label": ("--party-csv or --csv", lambda a, kind: bool(a.party_csv) or a.csv is not None),
     "lr": ("runs without --lrs (which tries each of its rates instead)", lambda a, kind: a.lrs is None),
-    "batch_size": ("the vertical and CHFL-family methods (GL runs a fixed number of batches per epoch: "
-                   "--batches)", lambda a, kind: kind in ("vertical", "chfl")),
+    "batch_size": ("the vertical, CHFL-family and TDCD methods (GL runs a fixed number of batches per epoch: "
+                   "--batches)", lambda a, kind: kind in ("vertical", "chfl", "tdcd")),
     "client_column": ("--csv with the GL family, or with chfl, common and simple",
                       lambda a, kind: kind in ("gl", "chfl") and a.csv is not None),
     "classes": ("chfl, common and simple with --role", lambda a, kind: kind == "chfl" and a.role is not None),
     "features": ("the CHFL family", lambda a, kind: kind == "chfl"),
-    "clients": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
+    "clients": ("a random CHFL feature split, and tdcd (clients per silo)",
+                lambda a, kind: (kind == "chfl" and not a.features) or kind == "tdcd"),
     "common_ratio": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
     "feature_seed": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
     "mus": ("chfl (the only method with lateral connections)", lambda a, kind: a.method == "chfl"),
-    "rounds": ("the horizontal methods", lambda a, kind: kind in ("chfl", "gl")),
+    "rounds": ("the horizontal methods and tdcd", lambda a, kind: kind in ("chfl", "gl", "tdcd")),
     "batches": ("the GL family", lambda a, kind: kind == "gl"),
     "aggregate": ("the GL family", lambda a, kind: kind == "gl"),
     "bn_stats": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
     "final": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
-    "secure_agg": ("the horizontal methods", lambda a, kind: kind in ("chfl", "gl")),
+    "secure_agg": ("the horizontal methods and tdcd", lambda a, kind: kind in ("chfl", "gl", "tdcd")),
+    "silos": ("tdcd", lambda a, kind: kind == "tdcd"),
+    "local_steps": ("tdcd", lambda a, kind: kind == "tdcd"),
+    "l2": ("tdcd", lambda a, kind: kind == "tdcd"),
+    "eval_every": ("tdcd", lambda a, kind: kind == "tdcd"),
 }
 
 

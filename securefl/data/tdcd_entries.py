@@ -13,11 +13,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from securefl.data.entries import DataFile, DatasetEntry
 from securefl.data.tdcd_sets import TieredTable, load_mnist_idx, load_regression_csv
 
 _UCI = "treforevans/uci_datasets:uci_datasets/{}/data.csv.gz @ f0737523712fe66a1640e4b980b927e8490b58eb"
+TDCD_DEFAULT = "diabetes_sklearn"
+"""The TDCD dataset that needs no files."""
 _SUBSTITUTE = "a substitute for the paper's Superconductivity (not stored here)"
+
+
+def load_diabetes_sklearn(paths: Sequence[Path] = ()) -> TieredTable:
+    """scikit-learn's bundled diabetes set (442 rows, 10 features, a disease-progression target)."""
+    from sklearn.datasets import load_diabetes  # imported here: sklearn is slow to import
+
+    bunch = load_diabetes()
+    return TieredTable("diabetes_sklearn", "regression", np.asarray(bunch.data, dtype=np.float64),
+                       np.asarray(bunch.target, dtype=np.float64))
 
 
 def load_superconductivity(paths: Sequence[Path]) -> TieredTable:
@@ -36,6 +49,12 @@ def _regression(name: str, uci: str, description: str, n_rows: int, sha256: str)
 
 
 TDCD_ENTRIES: tuple[DatasetEntry, ...] = (
+    DatasetEntry(
+        name="diabetes_sklearn", paper="TDCD", paper_name="(bundled; not in the paper)", kind="tdcd",
+        description="scikit-learn's bundled diabetes regression set (442 rows, 10 features; target: disease"
+                    " progression after one year); needs no files",
+        files=(), source="sklearn.datasets.load_diabetes (Efron et al. 2004)", licence="BSD-3-Clause (scikit-learn)",
+        parties="as the substitutes", n_rows=442, loader=load_diabetes_sklearn),
     DatasetEntry(
         name="superconductivity", paper="TDCD", paper_name="Superconductivity", kind="tdcd", available=False,
         description="UCI Superconductivity train.csv (81 features, target critical_temp); not stored here",
@@ -61,4 +80,4 @@ TDCD_ENTRIES: tuple[DatasetEntry, ...] = (
         n_rows=10000, loader=load_mnist_idx),
 )
 
-__all__ = ["TDCD_ENTRIES", "load_superconductivity"]
+__all__ = ["TDCD_DEFAULT", "TDCD_ENTRIES", "load_diabetes_sklearn", "load_superconductivity"]

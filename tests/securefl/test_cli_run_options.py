@@ -12,10 +12,10 @@ from securefl.commands.run_options import SCOPE, check_scope, flag
 @pytest.mark.parametrize(("argv", "message"), [
     (["centralized", "--vae-epochs", "3"], "--vae-epochs applies to stfl, not to 'centralized'"),
     (["stfl", "--he", "paillier"], "--he applies to he-vfl, not to 'stfl'"),
-    (["stfl", "--rounds", "3"], "--rounds applies to the horizontal methods, not to 'stfl'"),
-    (["he-vfl", "--no-secure-agg"], "--no-secure-agg applies to the horizontal methods, not to 'he-vfl'"),
+    (["stfl", "--rounds", "3"], "--rounds applies to the horizontal methods and tdcd, not to 'stfl'"),
+    (["he-vfl", "--no-secure-agg"], "--no-secure-agg applies to the horizontal methods and tdcd, not to 'he-vfl'"),
     (["stfl", "--label", "target"], "--label applies to --party-csv or --csv, not to 'stfl'"),
-    (["gl", "--dataset", "gl_heart", "--batch-size", "32"], "--batch-size applies to the vertical and CHFL"),
+    (["gl", "--dataset", "gl_heart", "--batch-size", "32"], "--batch-size applies to the vertical, CHFL-family and TDCD"),
     (["gl", "--dataset", "gl_heart", "--features", "common=age"], "--features applies to the CHFL family"),
     (["local", "--dataset", "gl_heart", "--final", "average"], "--final applies to gl and fedavg"),
     (["chfl", "--dataset", "digits", "--client-column", "site"],
@@ -68,5 +68,5 @@ def test_the_error_names_the_switch_as_typed():
     with pytest.raises(InputError) as info:
         check_scope(_args(secure_agg=False), "vertical", lambda dest: True if dest == "secure_agg" else None)
     # Assert
-    assert str(info.value).startswith("--no-secure-agg applies to the horizontal methods, not to 'stfl'")
+    assert str(info.value).startswith("--no-secure-agg applies to the horizontal methods and tdcd, not to 'stfl'")
     assert flag("bn_stats", "local") == "--bn-stats" and flag("secure_agg", True) == "--secure-agg"

@@ -1,0 +1,57 @@
+"""``securefl run tdcd``: the bundled default, the result object, secure vs plain, one-line errors."""
+
+import json
+
+import pytest
+
+from securefl.cli import main
+
+
+def _run(argv, out):
+    code = main(["run", "tdcd", *argv, "--no-progress", "--json", str(out)])
+    return code, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_the_bundled_default_runs_and_writes_the_agreed_fields(tmp_path, capsys):
+    # Arrange / Act
+    code, result = _run(["--rounds", "6", "--silos", "3", "--clients", "2", "--lr", "0.05"], tmp_path / "r.json")
+    # Assert
+    assert code == 0
+    assert {"method", "dataset", "seed", "device", "metrics", "seconds", "bytes", "settings"} <= set(result)
+    assert result["method"] == "tdcd" and result["dataset"] == "diabetes_sklearn"
+    assert result["settings"]["silos"] == 3 and result["settings"]["clients_per_silo"] == 2
+    assert len(result["history"]) == 7 and result["history"][-1]["objective"] < result["history"][0]["objective"]
+    assert sum(result["bytes_by_purpose"].values()) == result["bytes"]
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("tdcd on diabetes_sklearn (seed 0, 3 silos x 2 clients, secure") and "test RMSE" in line
+
+
+def test_secure_and_plain_aggregation_give_the_same_objective(tmp_path):
+    argv = ["--rounds", "4", "--lr", "0.05", "--eval-every", "2"]
+    _, secure = _run(argv, tmp_path / "s.json")
+    _, plain = _run([*argv, "--no-secure-agg"], tmp_path / "p.json")
+    assert [h["round"] for h in secure["history"]] == [0, 2, 4]
+    assert [h["objective"] for h in secure["history"]] == pytest.approx([h["objective"] for h in plain["history"]],
+                                                                        rel=1e-5)
+    assert plain["settings"]["aggregation"] == "plain" and secure["bytes"] > plain["bytes"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dataset", "breast"], "method 'tdcd' needs a TDCD dataset"),
+    (["--epochs", "3"], "--epochs applies to every method but tdcd"),
+    (["--silos", "0"], "--silos must be at least 1"),
+    (["--l2", "-1"], "--l2 must be >= 0"),
+    (["--silos", "11"], "10 feature columns, too few for 11 silos"),
+    (["--role", "hub0", "--parties", "hub0,hub1"], "'tdcd' runs only with every party here"),
+])
+def test_bad_tdcd_arguments_are_one_line_errors(tmp_path, capsys, argv, message):
+    out = tmp_path / "r.json"
+    assert main(["run", "tdcd", *argv, "--no-progress", "--json", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not out.exists()
+
+
+def test_a_tdcd_option_given_to_another_method_is_refused(capsys):
+    assert main(["run", "gl", "--local-steps", "3", "--no-progress"]) == 2
+    assert "--local-steps applies to tdcd" in capsys.readouterr().err
