@@ -141,30 +141,38 @@ def tdcd_client(transport: Transport, *, hub: str, shard: ClientShard, task: str
         model = build_silo_model(shard, task=task, n_classes=n_classes, seed=config.seed).to(device)
         params = list(model.parameters())
         opt = torch.optim.SGD(params, lr=config.lr)
-        dtype = torch.float32 if task == "regression" else torch.int64
-        x, y = (torch.as_tensor(a, device=device) for a in (shard.x_train, shard.y_train.astype(np.float32)
-                                                             if task == "regression" else shard.y_train))
-        y = y.to(dtype)
+        x, y = _tensors(shard.x_train, shard.y_train, task, device)
         for rnd in range(config.rounds + 1):
             client_average(transport, server=hub, tensors=params, config=config.secagg(clients), round=rnd)
             if config.evaluates(rnd):
                 _client_evaluate(transport, hub, model, x, y, task, "eval-train", rnd, config)
             if rnd < config.rounds:
                 _local_round(transport, hub, model, opt, x, y, task, rnd, config)
-        x_test = torch.as_tensor(shard.x_test, device=device)
-        y_test = torch.as_tensor(shard.y_test.astype(np.float32) if task == "regression" else shard.y_test,
-                                 device=device)
+        x_test, y_test = _tensors(shard.x_test, shard.y_test, task, device)
         _client_evaluate(transport, hub, model, x_test, y_test, task, "eval-test", config.rounds, config)
     return {"client": shard.name, "train_rows": len(shard.y_train), "test_rows": len(shard.y_test),
             "parameters": sum(p.numel() for p in params)}
+
+
+def _tensors(x: np.ndarray, y: np.ndarray, task: str, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Features as float32 and labels as float32 targets (regression) or int64 classes, on ``device``."""
+    labels = torch.as_tensor(y, dtype=torch.float32 if task == "regression" else torch.int64)
+    return torch.as_tensor(x, device=device), labels.to(device)
+
+
+def _valid_plan(rows: Any, counts: Any, steps: int, n_rows: int) -> bool:
+    """Whether a hub's minibatch plan is ``steps`` counts of local row indices below ``n_rows``."""
+    return (isinstance(rows, np.ndarray) and isinstance(counts, np.ndarray) and rows.ndim == 1
+            and rows.dtype.kind in "iu" and counts.dtype.kind in "iu" and counts.shape == (steps,)
+            and int(counts.min()) >= 0 and int(counts.sum()) == rows.size
+            and (rows.size == 0 or 0 <= int(rows.min()) <= int(rows.max()) < n_rows))
 
 
 def _local_round(transport: Transport, hub: str, model: torch.nn.Module, opt: torch.optim.Optimizer,
                  x: torch.Tensor, y: torch.Tensor, task: str, rnd: int, config: TDCDConfig) -> None:
     plan = transport.recv(hub, Tag(rnd, STAGE, "batches"))
     rows, counts = plan["rows"], plan["counts"]
-    if (not isinstance(rows, np.ndarray) or not isinstance(counts, np.ndarray) or counts.shape != (config.local_steps,)
-            or int(counts.sum()) != rows.size or (rows.size and not 0 <= rows.min() <= rows.max() < len(y))):
+    if not _valid_plan(rows, counts, config.local_steps, len(y)):
         raise ProtocolError(f"{transport.name!r}, round {rnd}: the minibatch plan from {hub!r} is malformed")
     unique, inverse = np.unique(rows, return_inverse=True)
     with torch.no_grad():  # a client holding none of the round's rows still answers, with no rows

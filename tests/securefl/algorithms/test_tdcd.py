@@ -189,3 +189,33 @@ def test_clients_of_a_silo_built_at_once_in_threads_start_from_the_same_weights(
         assert all(torch.equal(a, b) for a, b in zip(first, model.parameters()))
     other = build_silo_model(split.shards[0][0], task="classification", n_classes=2, seed=5)
     assert not torch.equal(next(other.parameters()), first[0])
+
+
+@pytest.mark.parametrize("rows, counts", [
+    (np.array([0.5, 1.0]), np.array([1, 1])),          # not indices
+    (np.array([0, 999]), np.array([1, 1])),            # a row the client does not hold
+    (np.array([0, 1]), np.array([1, 1, 0])),           # more steps than Q
+    (np.array([0, 1]), np.array([3, -1])),             # a negative count
+])
+def test_a_malformed_minibatch_plan_from_the_hub_stops_the_client(rows, counts):
+    # Arrange: a hub that averages once, then sends a plan the client must not trust
+    from protocols.codec import Tag
+    from protocols.errors import ProtocolError
+    from protocols.transport import run_parties
+    from securefl.algorithms.tdcd import STAGE, tdcd_client
+    from securefl.runtime.federated import server_average
+
+    split = tiered_split(_regression_table(rows=40), silos=1, clients=1, seed=0)
+    config = TDCDConfig(rounds=1, local_steps=2, batch_size=4, eval_every=0)
+
+    def hub(transport):
+        server_average(transport, clients=["c"], config=config.secagg(1), round=0)
+        transport.send("c", Tag(0, STAGE, "batches"), rows=rows, counts=counts)
+        transport.recv("c", Tag(0, STAGE, "phi"))
+
+    shard = split.shards[0][0]
+    # Act / Assert
+    with pytest.raises(ProtocolError, match="minibatch plan from 'hub' is malformed"):
+        run_parties({"hub": hub, "c": tdcd_client}, timeout=10,
+                    kwargs={"c": {"hub": "hub", "shard": shard, "task": "regression", "n_classes": 0, "clients": 1,
+                                  "config": config}})
