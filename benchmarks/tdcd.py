@@ -100,12 +100,9 @@ def setting(figure: Figure, value: int, config: Config) -> dict[str, Any]:
 
 def ridge_optimum(split: Any, l2: float) -> float:
     """The ridge objective's minimum on the split's training rows (closed form), for the gap column."""
-    blocks, y = [], np.zeros(split.n_train)
-    for layout, shards in zip(split.layouts, split.shards):
-        block = np.zeros((split.n_train, shards[0].x_train.shape[1]))
-        for rows, shard in zip(layout.train_rows, shards):
-            block[rows], y[rows] = shard.x_train, shard.y_train
-        blocks.append(block)
+    from securefl.data.tdcd_sets import joined_training
+
+    blocks, y = joined_training(split)
     x = np.hstack(blocks)
     theta = np.linalg.solve(x.T @ x / len(y) + l2 * np.eye(x.shape[1]), x.T @ y / len(y))
     return float(0.5 * np.mean((x @ theta - y) ** 2) + 0.5 * l2 * theta @ theta)

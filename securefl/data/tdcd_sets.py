@@ -135,6 +135,18 @@ def tiered_split(table: TieredTable, *, silos: int, clients: int, seed: int, tes
                        tuple(layouts), tuple(shards))
 
 
+def joined_training(split: TieredSplit) -> tuple[list[np.ndarray], np.ndarray]:
+    """Every silo's training block and the labels, back in global row order: what no party holds,
+    for references (the ridge optimum, a plain re-statement of Algorithm 1) to compare with."""
+    blocks, y = [], np.zeros(split.n_train)
+    for layout, shards in zip(split.layouts, split.shards):
+        block = np.zeros((split.n_train, *shards[0].x_train.shape[1:]))
+        for rows, shard in zip(layout.train_rows, shards):
+            block[rows], y[rows] = shard.x_train, shard.y_train
+        blocks.append(block)
+    return blocks, y
+
+
 def _check_layout(table: TieredTable, silos: int, clients: int, test_fraction: float,
                   max_train: int | None) -> None:
     for name, value in (("silos", silos), ("clients", clients)):
@@ -213,4 +225,4 @@ def _read_idx(path: Path, dims: int) -> np.ndarray:
 
 
 __all__ = ["ClientShard", "SiloLayout", "TASKS", "TieredSplit", "TieredTable", "client_name", "hub_name",
-           "load_mnist_idx", "load_regression_csv", "tiered_split"]
+           "joined_training", "load_mnist_idx", "load_regression_csv", "tiered_split"]

@@ -8,7 +8,7 @@ import pytest
 from protocols.errors import InputError
 from securefl.algorithms.tdcd import TDCDConfig, draw_batches
 from securefl.algorithms.tdcd_hub import run_tdcd
-from securefl.data.tdcd_sets import TieredTable, tiered_split
+from securefl.data.tdcd_sets import TieredTable, joined_training, tiered_split
 
 CONFIG = TDCDConfig(rounds=6, local_steps=3, batch_size=8, lr=0.05, l2=0.01, seed=2)
 
@@ -20,18 +20,6 @@ def _regression_table(rows=120, features=7, seed=0):
     return TieredTable("synthetic", "regression", x, y)
 
 
-def _global(split):
-    """Each silo's training block and the labels, back in global row order (what a reference sees)."""
-    blocks = []
-    y = np.zeros(split.n_train)
-    for layout, shards in zip(split.layouts, split.shards):
-        block = np.zeros((split.n_train, shards[0].x_train.shape[1]))
-        for rows, shard in zip(layout.train_rows, shards):
-            block[rows], y[rows] = shard.x_train, shard.y_train
-        blocks.append(block)
-    return blocks, y
-
-
 def _objective(blocks, y, thetas, l2):
     pred = sum(b @ t for b, t in zip(blocks, thetas))
     return 0.5 * np.mean((pred - y) ** 2) + 0.5 * l2 * sum(t @ t for t in thetas)
@@ -39,7 +27,7 @@ def _objective(blocks, y, thetas, l2):
 
 def _reference(split, config):
     """Algorithm 1 for the linear model, written out directly in float64."""
-    blocks, y = _global(split)
+    blocks, y = joined_training(split)
     clients = len(split.layouts[0].clients)
     local = [[np.zeros(b.shape[1]) for _ in range(clients)] for b in blocks]
     history = []
@@ -81,7 +69,7 @@ def test_one_client_per_silo_and_one_local_step_is_minibatch_sgd_on_the_whole_mo
     # Arrange: with Q = 1 and K = 1 every silo steps on the full gradient's block at fresh Phi
     split = tiered_split(_regression_table(seed=4), silos=2, clients=1, seed=0)
     config = replace(CONFIG, local_steps=1, rounds=8)
-    blocks, y = _global(split)
+    blocks, y = joined_training(split)
     x = np.hstack(blocks)
     theta, expected = np.zeros(x.shape[1]), []
     for rnd in range(config.rounds + 1):
