@@ -77,6 +77,8 @@ def family(args: argparse.Namespace, kind_of: Callable[[str], str]) -> str:
         wanted = "vertical" if args.method != "centralized" else None
     if args.party_csv:
         have = "vertical"
+    elif args.csv is not None and args.method == "tdcd":  # one client's own rows (with --role)
+        have = "tdcd"
     elif args.csv is not None:  # natural clients (or, with --role, the one client whose CSV it is): GL or CHFL
         natural = args.client_column or getattr(args, "role", None)
         chfl = args.method in CHFL_METHODS or (args.method == "local" and args.features)  # CHFL's Local

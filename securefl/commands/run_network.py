@@ -26,7 +26,7 @@ from protocols.errors import InputError
 from securefl.commands import keygen
 from securefl.results import write_json_atomically
 
-NETWORK_METHODS = ("stfl", "he-vfl", "gl", "chfl", "common", "simple")
+NETWORK_METHODS = ("stfl", "he-vfl", "gl", "chfl", "common", "simple", "tdcd")
 HORIZONTAL = ("gl", "chfl", "common", "simple")
 DEFAULT_PARTIES = ("active", "passive")
 WAIT = 3600.0
@@ -37,7 +37,10 @@ EXAMPLE = ("securefl run stfl --party-csv hospital.csv --label y --role active -
            "  GL: securefl run gl --role server --parties clinic_a,clinic_b --peer 0.0.0.0:29500\n"
            "      securefl run gl --role clinic_a --parties clinic_a,clinic_b --csv a.csv --label y"
            " --peer SERVER_HOST:29500\n"
-           "  CHFL: as GL, with --features 'common=age,bmi' --classes no,yes on every party")
+           "  CHFL: as GL, with --features 'common=age,bmi' --classes no,yes on every party\n"
+           "  TDCD: securefl run tdcd --role bank --parties 'bank=b1,b2;shop=s1' --peer 0.0.0.0:29500\n"
+           "        securefl run tdcd --role b1 --parties 'bank=b1,b2;shop=s1' --csv b1.csv --id-column id"
+           " --label y --peer BANK_HOST:29500")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--parties", metavar="LIST", type=_names, default=DEFAULT_PARTIES,
                        help="the parties' names, comma-separated, the same on every machine: stfl/he-vfl, every"
                             " party, the first the active one (default: active,passive); gl and chfl, the"
-                            " clients (the server is 'server')")
+                            " clients (the server is 'server'); tdcd, 'HUB=CLIENT,...;HUB=CLIENT,...'")
     group.add_argument("--peer", metavar="HOST:PORT",
                        help="with --role: the active party (gl, chfl: the server) listens here, the others"
                             " connect here")
@@ -85,6 +88,10 @@ def check_args(args: argparse.Namespace) -> None:
         from securefl.commands.run_network_horizontal import check_horizontal_args
 
         return check_horizontal_args(args)
+    if args.method == "tdcd":
+        from securefl.commands.run_network_tdcd import check_tdcd_network_args
+
+        return check_tdcd_network_args(args)
     if not args.party_csv or len(args.party_csv) != 1:
         raise InputError("with --role, give this party's one CSV with --party-csv (other parties keep theirs)")
     if len(names) < 2:

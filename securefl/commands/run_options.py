@@ -28,7 +28,8 @@ SCOPE: dict[str, tuple[str, Applies]] = {
                  lambda a, kind: kind == "vertical" and a.method != "stfl"),
     "lrs": ("the CHFL family (chfl, common, simple, local) on CHFL data", lambda a, kind: kind == "chfl"),
     "epochs": ("every method but tdcd (which counts --rounds)", lambda a, kind: kind != "tdcd"),
-    "id_column": ("--party-csv", lambda a, kind: bool(a.party_csv)),
+    "id_column": ("--party-csv, and --csv with tdcd", lambda a, kind: bool(a.party_csv)
+                  or (kind == "tdcd" and a.csv is not None)),
     "label": ("--party-csv or --csv", lambda a, kind: bool(a.party_csv) or a.csv is not None),
     "lr": ("runs without --lrs (which tries each of its rates instead)", lambda a, kind: a.lrs is None),
     "batch_size": ("the vertical, CHFL-family and TDCD methods (GL runs a fixed number of batches per epoch: "
@@ -38,7 +39,7 @@ SCOPE: dict[str, tuple[str, Applies]] = {
     "classes": ("chfl, common and simple with --role", lambda a, kind: kind == "chfl" and a.role is not None),
     "features": ("the CHFL family", lambda a, kind: kind == "chfl"),
     "clients": ("a random CHFL feature split, and tdcd (clients per silo)",
-                lambda a, kind: (kind == "chfl" and not a.features) or kind == "tdcd"),
+                lambda a, kind: (kind == "chfl" and not a.features) or (kind == "tdcd" and a.role is None)),
     "common_ratio": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
     "feature_seed": ("a random CHFL feature split", lambda a, kind: kind == "chfl" and not a.features),
     "mus": ("chfl (the only method with lateral connections)", lambda a, kind: a.method == "chfl"),
@@ -48,7 +49,8 @@ SCOPE: dict[str, tuple[str, Applies]] = {
     "bn_stats": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
     "final": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
     "secure_agg": ("the horizontal methods and tdcd", lambda a, kind: kind in ("chfl", "gl", "tdcd")),
-    "silos": ("tdcd", lambda a, kind: kind == "tdcd"),
+    "silos": ("tdcd without --role (with it, --parties names the silos)",
+              lambda a, kind: kind == "tdcd" and a.role is None),
     "local_steps": ("tdcd", lambda a, kind: kind == "tdcd"),
     "l2": ("tdcd", lambda a, kind: kind == "tdcd"),
     "eval_every": ("tdcd", lambda a, kind: kind == "tdcd"),

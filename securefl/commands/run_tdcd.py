@@ -5,7 +5,8 @@ dealt to ``--clients`` clients (per seed, 80% training and 20% test rows); every
 averages its clients through secure aggregation unless ``--no-secure-agg``. A run of
 ``--rounds`` communication rounds takes ``--local-steps`` (Q) SGD steps of
 ``--batch-size`` rows per client between them. Regression datasets train a ridge model
-(``--l2``), MNIST the paper's CNN per silo.
+(``--l2``), MNIST the paper's CNN per silo. With ``--role`` each hub and client runs on
+its own (:mod:`securefl.commands.run_network_tdcd`).
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError(f"--eval-every must be >= 0, got {args.eval_every}")
     if args.clients < 1:
         raise InputError(f"--clients must be at least 1, got {args.clients}")
+    if args.csv is not None and args.role is None:
+        raise InputError("tdcd takes --csv as one client's own rows, with --role; in one process give --dataset")
 
 
 def run_tdcd_command(args: argparse.Namespace, progress: Callable[[int, int], None] | None) -> dict[str, Any]:
     """Load, split and run; the result object (DESIGN), with the objective per evaluated round."""
-    from securefl.algorithms.tdcd import TDCDConfig
     from securefl.algorithms.tdcd_hub import run_tdcd
     from securefl.data.registry import load_registered
     from securefl.data.tdcd_entries import TDCD_DEFAULT
@@ -55,11 +57,16 @@ def run_tdcd_command(args: argparse.Namespace, progress: Callable[[int, int], No
     name = args.dataset or TDCD_DEFAULT
     table = replace(load_registered(name, kind="tdcd", data_dir=args.data_dir), name=name)
     split = tiered_split(table, silos=args.silos, clients=args.clients, seed=args.seed)
-    config = TDCDConfig(rounds=args.rounds or DEFAULT_ROUNDS, local_steps=args.local_steps,
-                        batch_size=args.batch_size or DEFAULT_BATCH, lr=args.lr, l2=args.l2,
-                        secure=args.secure_agg, eval_every=args.eval_every, seed=args.seed, device=args.device,
-                        progress=progress)
-    return run_tdcd(split, config, backend=args.backend)
+    return run_tdcd(split, tdcd_config(args, progress=progress), backend=args.backend)
+
+
+def tdcd_config(args: argparse.Namespace, *, progress: Callable[[int, int], None] | None) -> Any:
+    """The TDCDConfig the arguments give."""
+    from securefl.algorithms.tdcd import TDCDConfig
+
+    return TDCDConfig(rounds=args.rounds or DEFAULT_ROUNDS, local_steps=args.local_steps,
+                      batch_size=args.batch_size or DEFAULT_BATCH, lr=args.lr, l2=args.l2, secure=args.secure_agg,
+                      eval_every=args.eval_every, seed=args.seed, device=args.device, progress=progress)
 
 
 def summary_line(result: dict[str, Any]) -> str:
@@ -72,4 +79,4 @@ def summary_line(result: dict[str, Any]) -> str:
             f" | {result['bytes']:,} bytes ({result['bytes_by_purpose']['evaluation']:,} for evaluation)")
 
 
-__all__ = ["EXAMPLE", "add_arguments", "check_args", "run_tdcd_command", "summary_line"]
+__all__ = ["EXAMPLE", "add_arguments", "check_args", "run_tdcd_command", "summary_line", "tdcd_config"]

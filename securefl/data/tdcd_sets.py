@@ -111,11 +111,7 @@ def tiered_split(table: TieredTable, *, silos: int, clients: int, seed: int, tes
     """Deal ``table`` to ``silos`` silos of ``clients`` clients each (see the module docstring)."""
     _check_layout(table, silos, clients, test_fraction, max_train)
     plan = SeedPlan(seed)
-    order = plan.numpy("tdcd:split").permutation(len(table.y))
-    n_test = max(1, int(round(test_fraction * len(order))))
-    test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
-    if max_train is not None and len(train) > max_train:
-        train = np.sort(plan.numpy("tdcd:subsample").choice(train, size=max_train, replace=False))
+    train, test = split_positions(len(table.y), seed, test_fraction=test_fraction, max_train=max_train)
     if len(train) < 2 * clients or len(test) < clients:
         raise InputError(f"dataset {table.name!r}: {len(train)} training and {len(test)} test rows are too few"
                          f" for {clients} clients per silo")
@@ -129,8 +125,10 @@ def tiered_split(table: TieredTable, *, silos: int, clients: int, seed: int, tes
         names = tuple(client_name(j, k) for k in range(clients))
         layouts.append(SiloLayout(j, hub_name(j), names, train_rows, test_rows))
         last = j == silos - 1
-        shards.append(tuple(_shard(table, names[k], j, train[train_rows[k]], test[test_rows[k]], start, stop,
-                                   bias=last and not table.image) for k in range(clients)))
+        shards.append(tuple(
+            make_shard(names[k], j, table.x[train[train_rows[k]]][..., start:stop], table.y[train[train_rows[k]]],
+                       table.x[test[test_rows[k]]][..., start:stop], table.y[test[test_rows[k]]],
+                       bias=last and not table.image) for k in range(clients)))
     return TieredSplit(table.name, table.task, table.n_classes, len(train), len(test), columns,
                        tuple(layouts), tuple(shards))
 
@@ -165,10 +163,24 @@ def _deal(n: int, clients: int, rng: np.random.Generator) -> tuple[np.ndarray, .
     return tuple(np.sort(part) for part in np.array_split(rng.permutation(n), clients))
 
 
-def _shard(table: TieredTable, name: str, silo: int, train: np.ndarray, test: np.ndarray, start: int, stop: int,
-           *, bias: bool) -> ClientShard:
-    x_train, x_test = table.x[train][..., start:stop], table.x[test][..., start:stop]
-    if table.image:
+def split_positions(n_rows: int, seed: int, *, test_fraction: float = 0.2,
+                    max_train: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The training and test positions (each sorted) of ``n_rows`` samples in their global order,
+    drawn from the seed alone, so every hub draws the same split."""
+    plan = SeedPlan(seed)
+    order = plan.numpy("tdcd:split").permutation(n_rows)
+    n_test = max(1, int(round(test_fraction * n_rows)))
+    test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
+    if max_train is not None and len(train) > max_train:
+        train = np.sort(plan.numpy("tdcd:subsample").choice(train, size=max_train, replace=False))
+    return train, test
+
+
+def make_shard(name: str, silo: int, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
+               y_test: np.ndarray, *, bias: bool) -> ClientShard:
+    """A client's shard from its raw rows: images normalised; tabular columns standardised on its
+    own training rows, with the constant bias column appended if ``bias``."""
+    if x_train.ndim == 3:
         x_train, x_test = (_normalise_image(x) for x in (x_train, x_test))
     else:
         mean, std = x_train.mean(axis=0), x_train.std(axis=0)
@@ -176,8 +188,7 @@ def _shard(table: TieredTable, name: str, silo: int, train: np.ndarray, test: np
         x_train, x_test = ((x - mean) / std for x in (x_train, x_test))
         if bias:
             x_train, x_test = (np.hstack([x, np.ones((len(x), 1))]) for x in (x_train, x_test))
-    return ClientShard(name, silo, x_train.astype(np.float32), table.y[train], x_test.astype(np.float32),
-                       table.y[test])
+    return ClientShard(name, silo, x_train.astype(np.float32), y_train, x_test.astype(np.float32), y_test)
 
 
 def _normalise_image(x: np.ndarray) -> np.ndarray:
@@ -225,4 +236,5 @@ def _read_idx(path: Path, dims: int) -> np.ndarray:
 
 
 __all__ = ["ClientShard", "SiloLayout", "TASKS", "TieredSplit", "TieredTable", "client_name", "hub_name",
-           "joined_training", "load_mnist_idx", "load_regression_csv", "tiered_split"]
+           "joined_training", "load_mnist_idx", "load_regression_csv", "make_shard", "split_positions",
+           "tiered_split"]

@@ -42,7 +42,6 @@ def test_secure_and_plain_aggregation_give_the_same_objective(tmp_path):
     (["--silos", "0"], "--silos must be at least 1"),
     (["--l2", "-1"], "--l2 must be >= 0"),
     (["--silos", "11"], "10 feature columns, too few for 11 silos"),
-    (["--role", "hub0", "--parties", "hub0,hub1"], "'tdcd' runs only with every party here"),
 ])
 def test_bad_tdcd_arguments_are_one_line_errors(tmp_path, capsys, argv, message):
     out = tmp_path / "r.json"

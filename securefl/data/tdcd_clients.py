@@ -1,0 +1,129 @@
+"""TDCD with natural clients: each client holds its own rows (IDs, its silo's columns, the target).
+
+Over the network nobody deals rows: client k of silo j already holds some samples'
+features of its silo and their targets, in its own CSV (``--csv FILE --id-column id
+--label y``). Its hub collects its clients' IDs (one organisation's bookkeeping), the
+hubs check that every silo holds the same samples, order them by ID, and draw the
+80/20 split from the seed (:func:`securefl.data.tdcd_sets.split_positions`), so they
+agree without exchanging IDs. :func:`positions_by_ids` is that bookkeeping;
+:func:`natural_split` runs it for every silo in one process, the reference a networked
+run reproduces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from protocols.errors import InputError
+from securefl.data.tdcd_sets import SiloLayout, TieredSplit, make_shard, split_positions
+
+
+@dataclass(frozen=True)
+class ClientRows:
+    """One client's raw rows: sample IDs, its silo's feature columns, the regression target."""
+
+    name: str
+    ids: tuple[str, ...]
+    x: np.ndarray
+    y: np.ndarray
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClientPositions:
+    """Which of a client's rows train and test (its local indices, in global order) and their global ranks."""
+
+    train_local: np.ndarray
+    test_local: np.ndarray
+    train_rows: np.ndarray
+    test_rows: np.ndarray
+
+
+def load_client_csv(path: str | Path, *, name: str, id_column: str, label: str) -> ClientRows:
+    """A TDCD client's own CSV: an ID column, numeric feature columns and a numeric target."""
+    from securefl.data.tables import read_labelled_csv
+
+    path, frame = read_labelled_csv(path, label=label, also=("--id-column", id_column))
+    ids = tuple(str(v) for v in frame[id_column])
+    if len(set(ids)) != len(ids):
+        raise InputError(f"{path}: column {id_column!r} holds duplicate IDs")
+    if any("\n" in i for i in ids):
+        raise InputError(f"{path}: an ID in column {id_column!r} holds a line break")
+    features = [c for c in frame.columns if c not in (id_column, label)]
+    if not features:
+        raise InputError(f"{path}: no feature columns besides {id_column!r} and {label!r}")
+    for column in (*features, label):
+        values = frame[column]
+        if not np.issubdtype(values.dtype, np.number) or not np.isfinite(values.to_numpy(float)).all():
+            raise InputError(f"{path}: column {column!r} must be numeric without missing values")
+    return ClientRows(name, ids, frame[features].to_numpy(np.float64), frame[label].to_numpy(np.float64),
+                      tuple(map(str, features)))
+
+
+def id_digest(ids: Sequence[str]) -> str:
+    """SHA-256 of the sorted IDs: hubs compare it to check that every silo holds the same samples."""
+    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
+
+
+def positions_by_ids(id_lists: Sequence[Sequence[str]], seed: int, *,
+                     where: str = "the silo") -> tuple[list[ClientPositions], int, int]:
+    """A hub's bookkeeping: each client's training and test rows from the seed and the sorted IDs;
+    also the numbers of training and test rows."""
+    everyone = [i for ids in id_lists for i in ids]
+    if len(set(everyone)) != len(everyone):
+        raise InputError(f"{where}: a sample ID is held by more than one client (a silo's clients split its rows)")
+    order = {sample: rank for rank, sample in enumerate(sorted(everyone))}
+    train, test = split_positions(len(order), seed)
+    train_rank, test_rank = np.full(len(order), -1), np.full(len(order), -1)
+    train_rank[train], test_rank[test] = np.arange(len(train)), np.arange(len(test))
+    out = []
+    for ids in id_lists:
+        glob = np.array([order[i] for i in ids], dtype=np.int64)
+        parts = []
+        for rank in (train_rank, test_rank):
+            local = np.flatnonzero(rank[glob] >= 0)
+            local = local[np.argsort(rank[glob[local]], kind="stable")]
+            parts += [local, rank[glob[local]]]
+        out.append(ClientPositions(parts[0], parts[2], parts[1], parts[3]))
+    return out, len(train), len(test)
+
+
+def check_same_columns(hub: str, columns: Sequence[Sequence[str]], clients: Sequence[str]) -> None:
+    """InputError unless every client of silo ``hub`` holds the same feature columns, in one order."""
+    for name, cols in zip(clients[1:], columns[1:]):
+        if list(cols) != list(columns[0]):
+            raise InputError(f"silo {hub!r}: client {name!r} has columns {list(cols)}, client {clients[0]!r}"
+                             f" {list(columns[0])}; a silo's clients hold the same features")
+
+
+def client_shard(rows: ClientRows, silo: int, positions: ClientPositions, *, bias: bool):
+    """The shard a client trains on: its rows in global order, standardised on its training rows."""
+    return make_shard(rows.name, silo, rows.x[positions.train_local], rows.y[positions.train_local],
+                      rows.x[positions.test_local], rows.y[positions.test_local], bias=bias)
+
+
+def natural_split(silos: Sequence[tuple[str, Sequence[ClientRows]]], seed: int, *, name: str = "csv") -> TieredSplit:
+    """Every silo's natural clients in one process, as their hubs would set them up over the network."""
+    digests = {id_digest([i for c in clients for i in c.ids]) for _, clients in silos}
+    if len(digests) != 1:
+        raise InputError("the silos hold different samples; align their IDs first (securefl psi)")
+    layouts, shards, columns, start = [], [], [], 0
+    for j, (hub, clients) in enumerate(silos):
+        check_same_columns(hub, [c.columns for c in clients], [c.name for c in clients])
+        positions, n_train, n_test = positions_by_ids([c.ids for c in clients], seed, where=f"silo {hub!r}")
+        layouts.append(SiloLayout(j, hub, tuple(c.name for c in clients), tuple(p.train_rows for p in positions),
+                                  tuple(p.test_rows for p in positions)))
+        shards.append(tuple(client_shard(c, j, p, bias=j == len(silos) - 1) for c, p in zip(clients, positions)))
+        width = clients[0].x.shape[1]
+        columns.append((start, start + width))
+        start += width
+    return TieredSplit(name, "regression", 0, n_train, n_test, tuple(columns), tuple(layouts), tuple(shards))
+
+
+__all__ = ["ClientPositions", "ClientRows", "check_same_columns", "client_shard", "id_digest", "load_client_csv", "natural_split",
+           "positions_by_ids"]

@@ -1,0 +1,75 @@
+"""TDCD's natural-client setup: IDs to the hub, silos compared by digest, the same run as in one process."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from protocols.errors import InputError, ProtocolError
+from protocols.transport import run_parties
+from securefl.algorithms.tdcd import TDCDConfig
+from securefl.algorithms.tdcd_hub import run_tdcd
+from securefl.algorithms.tdcd_network import client_party, hub_party
+from securefl.data.tdcd_clients import ClientRows, natural_split
+
+CONFIG = TDCDConfig(rounds=4, local_steps=2, batch_size=6, lr=0.05, seed=3)
+
+
+def _silos(rows=50, seed=0, drop=None):
+    """Two silos (3 and 2 columns) whose clients hold the samples in different, shuffled groupings."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, 5))
+    y = x @ rng.normal(size=5)
+    ids = [f"id{i:03d}" for i in range(rows)]
+    silos = []
+    for j, (cols, clients) in enumerate((((0, 1, 2), 2), ((3, 4), 2))):
+        order = rng.permutation(rows)
+        if drop is not None and j == 1:
+            order = order[order != drop]
+        parts = np.array_split(order, clients)
+        silos.append((f"hub{j}", [ClientRows(f"s{j}c{k}", tuple(ids[i] for i in p), x[p][:, cols], y[p],
+                                             tuple(f"f{c}" for c in cols)) for k, p in enumerate(parts)]))
+    return silos
+
+
+def _networked(silos, config, backend="inprocess"):
+    hubs = [hub for hub, _ in silos]
+    roles, kwargs = {}, {}
+    for j, (hub, clients) in enumerate(silos):
+        roles[hub] = hub_party
+        kwargs[hub] = {"silo": j, "clients": [c.name for c in clients], "hubs": hubs, "config": config}
+        for c in clients:
+            roles[c.name] = client_party
+            kwargs[c.name] = {"hub": hub, "silo": j, "last": j == len(silos) - 1, "rows": c,
+                              "clients": len(clients), "config": config}
+    return run_parties(roles, kwargs=kwargs, backend=backend, timeout=30)
+
+
+def test_the_setup_gives_the_run_that_every_silo_in_one_process_gives():
+    # Arrange
+    silos = _silos()
+    expected = run_tdcd(natural_split(silos, seed=CONFIG.seed), CONFIG)
+    # Act
+    run = _networked(silos, CONFIG)
+    # Assert: every hub reports the one-process objective curve and test loss
+    for hub in ("hub0", "hub1"):
+        got = run.results[hub]
+        assert [h["objective"] for h in got["history"]] == pytest.approx(
+            [h["objective"] for h in expected["history"]], rel=1e-6)
+        assert got["test"]["loss"] == pytest.approx(expected["metrics"]["mse"] / 2, rel=1e-6)
+    assert expected["history"][-1]["objective"] < expected["history"][0]["objective"]
+
+
+def test_silos_holding_different_samples_stop_at_the_setup():
+    with pytest.raises(ProtocolError, match="hold different sample IDs; align them first"):
+        _networked(_silos(drop=7), CONFIG)
+
+
+def test_clients_of_one_silo_with_different_columns_are_refused():
+    silos = _silos()
+    hub, clients = silos[0]
+    clients[1] = replace(clients[1], columns=("f0", "f2", "f1"))
+    with pytest.raises(InputError, match="client 's0c1' has columns"):
+        natural_split(silos, seed=0)
+    with pytest.raises(InputError, match="client 's0c1' has columns"):
+        _networked(silos, CONFIG)
