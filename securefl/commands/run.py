@@ -118,17 +118,7 @@ def run(args: argparse.Namespace) -> int:
     kind = family(args, lambda name: get_dataset(name).kind)
     check_scope(args, kind, args.option_default)
     if kind == "tdcd":
-        run_tdcd.check_args(args)
-        if args.role is not None:
-            from securefl.commands.run_network_tdcd import run_tdcd_party
-
-            return run_tdcd_party(args, run_tdcd.tdcd_config(args, progress=None),
-                                  _progress(args, f"{args.role}: tdcd rounds"))
-        result = run_tdcd.run_tdcd_command(args, _progress(args, "tdcd rounds"))
-        print(run_tdcd.summary_line(result))
-        if args.json:
-            write_json_atomically(args.json, result)
-        return 0
+        return run_tdcd.main(args, _progress)
     if kind != "vertical" and args.role is not None:
         from securefl.commands.run_network_horizontal import run_horizontal_party
 

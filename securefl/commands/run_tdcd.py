@@ -46,6 +46,23 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError("tdcd takes --csv as one client's own rows, with --role; in one process give --dataset")
 
 
+def main(args: argparse.Namespace, progress: Callable[[argparse.Namespace, str], Any]) -> int:
+    """``securefl run tdcd``: every silo here, or with ``--role`` one hub or client; exit status 0.
+    ``progress(args, label)`` makes the progress callback."""
+    from securefl.results import write_json_atomically
+
+    check_args(args)
+    if args.role is not None:
+        from securefl.commands.run_network_tdcd import run_tdcd_party
+
+        return run_tdcd_party(args, tdcd_config(args, progress=None), progress(args, f"{args.role}: tdcd rounds"))
+    result = run_tdcd_command(args, progress(args, "tdcd rounds"))
+    print(summary_line(result))
+    if args.json:
+        write_json_atomically(args.json, result)
+    return 0
+
+
 def run_tdcd_command(args: argparse.Namespace, progress: Callable[[int, int], None] | None) -> dict[str, Any]:
     """Load, split and run; the result object (DESIGN), with the objective per evaluated round."""
     from securefl.algorithms.tdcd_hub import run_tdcd
@@ -53,7 +70,6 @@ def run_tdcd_command(args: argparse.Namespace, progress: Callable[[int, int], No
     from securefl.data.tdcd_entries import TDCD_DEFAULT
     from securefl.data.tdcd_sets import tiered_split
 
-    check_args(args)
     name = args.dataset or TDCD_DEFAULT
     table = replace(load_registered(name, kind="tdcd", data_dir=args.data_dir), name=name)
     split = tiered_split(table, silos=args.silos, clients=args.clients, seed=args.seed)
@@ -79,4 +95,4 @@ def summary_line(result: dict[str, Any]) -> str:
             f" | {result['bytes']:,} bytes ({result['bytes_by_purpose']['evaluation']:,} for evaluation)")
 
 
-__all__ = ["EXAMPLE", "add_arguments", "check_args", "run_tdcd_command", "summary_line", "tdcd_config"]
+__all__ = ["EXAMPLE", "add_arguments", "check_args", "main", "run_tdcd_command", "summary_line", "tdcd_config"]
