@@ -32,6 +32,7 @@ from torch import nn
 
 from protocols.errors import InputError
 from securefl.data import PartyTable, VerticalSplit
+from securefl.models.scaling import Standardizer
 from securefl.runtime import SeedPlan, binary_metrics, resolve_device
 from securefl.runtime import validation as check
 
@@ -134,10 +135,12 @@ def interactive_init(widths: Widths, seed: int) -> tuple[np.ndarray, np.ndarray,
 
 
 def standardizer(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and std (1 where a column is constant) of the rows a party fits on."""
-    mean = features.mean(axis=0)
-    std = features.std(axis=0)
-    return mean, np.where(std > 0, std, 1.0)
+    """Mean and std (1 where a column is constant) of the rows a party fits on.
+
+    A constant column's std comes out of floating point as ~1e-24 rather than 0, which
+    would blow a different test value up by as much; Standardizer's rule catches it."""
+    fitted = Standardizer.fit(features)
+    return fitted.mean, fitted.scale
 
 
 def batches(ids: Sequence[str], batch_size: int, seed: int, epoch: int) -> Iterator[list[str]]:

@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from protocols.errors import InputError
+from securefl.models.scaling import Standardizer
 from securefl.runtime.seeds import SeedPlan
 
 TASKS = ("regression", "classification")
@@ -182,10 +183,9 @@ def make_shard(name: str, silo: int, x_train: np.ndarray, y_train: np.ndarray, x
     own training rows, with the constant bias column appended if ``bias``."""
     if x_train.ndim == 3:
         x_train, x_test = (_normalise_image(x) for x in (x_train, x_test))
-    else:
-        mean, std = x_train.mean(axis=0), x_train.std(axis=0)
-        std = np.where(std > 0, std, 1.0)
-        x_train, x_test = ((x - mean) / std for x in (x_train, x_test))
+    else:  # a constant column's float std is ~1e-24, not 0: Standardizer keeps its scale 1
+        scaler = Standardizer.fit(x_train)
+        x_train, x_test = scaler.transform(x_train), scaler.transform(x_test)
         if bias:
             x_train, x_test = (np.hstack([x, np.ones((len(x), 1))]) for x in (x_train, x_test))
     return ClientShard(name, silo, x_train.astype(np.float32), y_train, x_test.astype(np.float32), y_test)

@@ -9,7 +9,7 @@ import pytest
 
 from protocols.errors import InputError
 from securefl.data.registry import load_registered
-from securefl.data.tdcd_sets import TieredTable, load_mnist_idx, load_regression_csv, tiered_split
+from securefl.data.tdcd_sets import TieredTable, load_mnist_idx, load_regression_csv, make_shard, tiered_split
 
 
 def _table(rows=50, features=5):
@@ -113,3 +113,15 @@ def test_the_registered_files_load_with_their_documented_shapes(name, rows, widt
     assert len(table.y) == rows and table.width == width
     if name == "mnist":
         assert table.n_classes == 10 and np.bincount(table.y)[0] == 980
+
+
+def test_a_column_constant_in_a_clients_training_rows_is_not_blown_up_on_its_test_rows():
+    # Arrange: as in UCI elevators, a column at -1.8073e-08 on every training row (its float std is ~1e-24,
+    # not 0) and the rare value on a test row
+    x_train = np.column_stack([np.random.default_rng(0).normal(size=150), np.full(150, -1.8073e-08)])
+    x_test = np.array([[0.0, 9.9982e-05]])
+    # Act
+    shard = make_shard("c", 0, x_train, np.zeros(150), x_test, np.zeros(1), bias=False)
+    # Assert: scale 1 for the constant column, so the test value moves by its raw difference only
+    assert np.abs(shard.x_train[:, 1]).max() < 1e-12
+    assert 0 < shard.x_test[0, 1] < 1e-3
