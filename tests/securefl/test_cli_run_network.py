@@ -194,7 +194,7 @@ def test_bad_network_arguments_are_one_line_errors(tmp_path, capsys, argv, messa
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["centralized", "--party-csv", "x.csv"], "--role runs one party of stfl, he-vfl, gl, chfl, common, simple;"
+    (["centralized", "--party-csv", "x.csv"], "--role runs one party of stfl, he-vfl, gl, chfl, common, simple, tdcd;"
                                               " 'centralized' runs only"),
     (["he-vfl", "--party-csv", "x.csv", "--parties", "a,b,c", "--role", "a"], "he-vfl has exactly one passive"),
 ])
