@@ -40,12 +40,13 @@ def share(transport: Transport, layout: SiloLayout, hubs: Sequence[str], positio
     """Stack the clients' Phi over ``union``, swap it with the other hubs, return each client the others'
     sum for its ``positions`` (global rows, in the order the client sent them)."""
     stacked = np.zeros((len(union), outputs), np.float32)
-    for client, rows in zip(layout.clients, positions):
+    where = [np.searchsorted(union, rows) for rows in positions]  # each client's rows within ``union``
+    for client, rows in zip(layout.clients, where):
         phi = transport.recv(client, Tag(rnd, stage, "phi"))["phi"]
         if not isinstance(phi, np.ndarray) or phi.dtype != np.float32 or phi.shape != (len(rows), outputs):
             raise ProtocolError(f"{transport.name!r}, round {rnd}: Phi from {client!r} is not {len(rows)}x{outputs}"
                                 " float32")
-        stacked[np.searchsorted(union, rows)] = phi
+        stacked[rows] = phi
     others = np.zeros_like(stacked)
     peers = [h for h in hubs if h != transport.name]
     for hub in peers:
@@ -55,8 +56,8 @@ def share(transport: Transport, layout: SiloLayout, hubs: Sequence[str], positio
         if not isinstance(theirs, np.ndarray) or theirs.dtype != np.float32 or theirs.shape != stacked.shape:
             raise ProtocolError(f"{transport.name!r}, round {rnd}: Phi from {hub!r} is not {stacked.shape} float32")
         others += theirs
-    for client, rows in zip(layout.clients, positions):
-        transport.send(client, Tag(rnd, stage, "others"), phi=others[np.searchsorted(union, rows)])
+    for client, rows in zip(layout.clients, where):
+        transport.send(client, Tag(rnd, stage, "others"), phi=others[rows])
 
 
 def plan_round(transport: Transport, layout: SiloLayout, table: tuple[np.ndarray, np.ndarray],
@@ -154,13 +155,19 @@ def run_tdcd(split: TieredSplit, config: TDCDConfig, *, backend: str = "inproces
     return result
 
 
+def test_metrics(hub_result: dict[str, Any], task: str) -> dict[str, float]:
+    """A hub's test metrics (the mean squared error and its root, or accuracy and loss) and the
+    last training objective."""
+    test = hub_result["test"]
+    metrics = ({"mse": 2 * test["loss"], "rmse": float(np.sqrt(2 * test["loss"]))} if task == "regression"
+               else {"accuracy": test["accuracy"], "loss": test["loss"]})
+    return {**metrics, "train_objective": hub_result["history"][-1]["objective"]}
+
+
 def tdcd_result(split: TieredSplit, config: TDCDConfig, run: Any, backend: str) -> dict[str, Any]:
     """The result object: test metrics, the training objective per evaluated round, bytes by purpose."""
     first = run.results[split.layouts[0].hub]
-    test = first["test"]
-    metrics = ({"mse": 2 * test["loss"], "rmse": float(np.sqrt(2 * test["loss"]))} if split.task == "regression"
-               else {"accuracy": test["accuracy"], "loss": test["loss"]})
-    metrics["train_objective"] = first["history"][-1]["objective"]
+    metrics = test_metrics(first, split.task)
     by_purpose = {"training": 0, "averaging": 0, "evaluation": 0}
     for comm in run.comm.values():
         for key, counts in comm["per_tag"].items():
@@ -177,4 +184,5 @@ def tdcd_result(split: TieredSplit, config: TDCDConfig, run: Any, backend: str) 
                          "aggregation": "secure (masked sums)" if config.secagg(clients).secure else "plain"}}
 
 
-__all__ = ["check_split", "evaluate", "owners", "plan_round", "run_tdcd", "share", "tdcd_hub", "tdcd_result"]
+__all__ = ["check_split", "evaluate", "owners", "plan_round", "run_tdcd", "share", "tdcd_hub", "tdcd_result",
+           "test_metrics"]

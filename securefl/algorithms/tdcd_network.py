@@ -20,8 +20,7 @@ from protocols.errors import ProtocolError
 from protocols.transport.base import Transport
 from securefl.algorithms.tdcd import TDCDConfig, tdcd_client
 from securefl.algorithms.tdcd_hub import tdcd_hub
-from securefl.data.tdcd_clients import (ClientPositions, ClientRows, check_same_columns, client_shard, id_digest,
-                                        positions_by_ids)
+from securefl.data.tdcd_clients import ClientRows, check_same_columns, client_shard, id_digest, positions_by_ids
 from securefl.data.tdcd_sets import SiloLayout
 
 SETUP = "tdcd-setup"
@@ -71,8 +70,7 @@ def client_party(transport: Transport, *, hub: str, silo: int, last: bool, rows:
         if not isinstance(part, np.ndarray) or part.dtype.kind not in "iu" or part.ndim != 1 \
                 or (part.size and not 0 <= int(part.min()) <= int(part.max()) < len(rows.ids)):
             raise ProtocolError(f"{transport.name!r}: the rows {hub!r} assigned are not indices of its own rows")
-    positions = ClientPositions(train, test, np.arange(len(train)), np.arange(len(test)))
-    shard = client_shard(rows, silo, positions, bias=last)
+    shard = client_shard(rows, silo, train, test, bias=last)
     result = tdcd_client(transport, hub=hub, shard=shard, task="regression", n_classes=0, clients=clients,
                          config=config)
     return {**result, "silo": silo}

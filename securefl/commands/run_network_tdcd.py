@@ -90,9 +90,9 @@ def _report(args: argparse.Namespace, party: dict[str, Any], meter: Any, seconds
                      "backend": "torch (network)", "peer": args.peer,
                      "authenticated_links": args.identity is not None}}
     if hub:  # every hub computes the federation's objective and test loss
-        test = party["test"]
-        report["metrics"] = {"mse": 2 * test["loss"], "rmse": (2 * test["loss"]) ** 0.5,
-                             "train_objective": party["history"][-1]["objective"]}
+        from securefl.algorithms.tdcd_hub import test_metrics
+
+        report["metrics"] = test_metrics(party, "regression")
         report["history"] = party["history"]
     else:
         report.update({"train_rows": party["train_rows"], "test_rows": party["test_rows"]})

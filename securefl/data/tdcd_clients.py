@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from protocols.errors import InputError
-from securefl.data.tdcd_sets import SiloLayout, TieredSplit, make_shard, split_positions
+from securefl.data.tdcd_sets import ClientShard, SiloLayout, TieredSplit, make_shard, split_positions
 
 
 @dataclass(frozen=True)
@@ -101,10 +101,12 @@ def check_same_columns(hub: str, columns: Sequence[Sequence[str]], clients: Sequ
                              f" {list(columns[0])}; a silo's clients hold the same features")
 
 
-def client_shard(rows: ClientRows, silo: int, positions: ClientPositions, *, bias: bool):
-    """The shard a client trains on: its rows in global order, standardised on its training rows."""
-    return make_shard(rows.name, silo, rows.x[positions.train_local], rows.y[positions.train_local],
-                      rows.x[positions.test_local], rows.y[positions.test_local], bias=bias)
+def client_shard(rows: ClientRows, silo: int, train_local: np.ndarray, test_local: np.ndarray, *,
+                 bias: bool) -> ClientShard:
+    """The shard a client trains on: its training and test rows (local indices, in global order),
+    standardised on its training rows."""
+    return make_shard(rows.name, silo, rows.x[train_local], rows.y[train_local], rows.x[test_local],
+                      rows.y[test_local], bias=bias)
 
 
 def natural_split(silos: Sequence[tuple[str, Sequence[ClientRows]]], seed: int, *, name: str = "csv") -> TieredSplit:
@@ -118,7 +120,8 @@ def natural_split(silos: Sequence[tuple[str, Sequence[ClientRows]]], seed: int, 
         positions, n_train, n_test = positions_by_ids([c.ids for c in clients], seed, where=f"silo {hub!r}")
         layouts.append(SiloLayout(j, hub, tuple(c.name for c in clients), tuple(p.train_rows for p in positions),
                                   tuple(p.test_rows for p in positions)))
-        shards.append(tuple(client_shard(c, j, p, bias=j == len(silos) - 1) for c, p in zip(clients, positions)))
+        shards.append(tuple(client_shard(c, j, p.train_local, p.test_local, bias=j == len(silos) - 1)
+                            for c, p in zip(clients, positions)))
         width = clients[0].x.shape[1]
         columns.append((start, start + width))
         start += width

@@ -32,20 +32,22 @@ def latent_width(n_inputs: int) -> int:
     return max(1, int(n_inputs) // 2)
 
 
-def init_linear_(layer: nn.Linear, generator: torch.Generator) -> None:
-    """torch's default Linear initialisation (Kaiming-uniform), drawn from ``generator``."""
+def init_linear_(layer: nn.Linear | nn.Conv2d, generator: torch.Generator) -> None:
+    """torch's default Linear (and Conv2d) initialisation (Kaiming-uniform, bias uniform in
+    +-1/sqrt(fan_in)), drawn from ``generator``."""
     nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)
     if layer.bias is not None:
-        bound = 1.0 / math.sqrt(layer.in_features) if layer.in_features else 0.0
+        fan_in = layer.weight[0].numel()  # in_features for a Linear layer
+        bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
         nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
 
 
 def seeded_(module: nn.Module, generator: torch.Generator | None) -> nn.Module:
-    """Re-initialise every Linear layer of ``module`` from ``generator`` (in module order)."""
+    """Re-initialise every Linear and Conv2d layer of ``module`` from ``generator`` (in module order)."""
     if generator is not None:
         with torch.no_grad():
             for layer in module.modules():
-                if isinstance(layer, nn.Linear):
+                if isinstance(layer, (nn.Linear, nn.Conv2d)):
                     init_linear_(layer, generator)
     return module
 

@@ -18,10 +18,10 @@ silo different initial weights (whose average is a shrunken, barely trainable mo
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
+
+from securefl.models.mlp import seeded_
 
 EMBEDDING = 256
 
@@ -52,24 +52,10 @@ class ImageSilo(nn.Module):
             raise ValueError(f"an image slice of {height}x{width} pixels is too small for two 2x2 poolings")
         self.embed = nn.Sequential(nn.Linear(flat, EMBEDDING), nn.ReLU())
         self.classifier = nn.Linear(EMBEDDING, classes, bias=bias)
-        if generator is not None:
-            seeded_layers_(self, generator)
+        seeded_(self, generator)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier(self.embed(self.features(x.unsqueeze(1))))
 
 
-def seeded_layers_(module: nn.Module, generator: torch.Generator) -> nn.Module:
-    """torch's default initialisation of every Linear and Conv2d layer (Kaiming-uniform, bias
-    uniform in +-1/sqrt(fan_in)), drawn from ``generator`` in module order."""
-    with torch.no_grad():
-        for layer in module.modules():
-            if isinstance(layer, (nn.Linear, nn.Conv2d)):
-                nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)
-                if layer.bias is not None:
-                    bound = 1.0 / math.sqrt(layer.weight[0].numel())
-                    nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
-    return module
-
-
-__all__ = ["EMBEDDING", "ImageSilo", "LinearSilo", "seeded_layers_"]
+__all__ = ["EMBEDDING", "ImageSilo", "LinearSilo"]
