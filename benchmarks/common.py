@@ -94,7 +94,10 @@ def git_commit(root: Path | None = None) -> str:
                                 f":(exclude){RESULTS_PATH}"], cwd=root,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        # a copy of the tree without its .git (as sent to a lent GPU machine): the caller may
+        # name the commit it copied, and the result says that git did not confirm it
+        named = os.environ.get("SECUREFL_COMMIT", "").strip()
+        return f"{named} (named by SECUREFL_COMMIT; no git checkout)" if named else "unknown"
     return sha + ("+dirty" if dirty else "")
 
 

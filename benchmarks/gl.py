@@ -50,6 +50,7 @@ from securefl.algorithms.gl import SWITCHES, GLConfig, build_model, paper_config
 from securefl.data.gl_sets import encode_client
 from securefl.data.registry import load_registered
 from securefl.models.tabular import count
+from securefl.runtime import GPUPeak
 from securefl.runtime.federated import averaging_server, client_average
 
 PAPER_SEEDS = {"gl_covertype": tuple(range(8, 29)), "gl_heart": tuple(range(0, 101))}
@@ -78,7 +79,9 @@ def run_job(name: str, method: str, seed: int, config: GLConfig, data_dir: str |
     """One (dataset, method, seed) run in a worker process."""
     torch.set_num_threads(1)
     dataset = load_registered(name, kind="gl", data_dir=data_dir)
-    return run_gl_method(method, dataset, replace(config, seed=seed))
+    with GPUPeak(config.device) as peak:
+        result = run_gl_method(method, dataset, replace(config, seed=seed))
+    return result if peak.mib is None else {**result, "gpu_peak_mib": peak.mib}
 
 
 def _timing_client(transport, *, vector: np.ndarray, rounds: int, config: SecAggConfig) -> None:
@@ -134,7 +137,15 @@ def summarise(name: str, runs: list[dict[str, Any]], config: GLConfig, args: arg
         "settings": config.settings(), "seeds": sorted({r["seed"] for r in runs}), "methods": list(METHODS[name]),
         "parameters": params, "aggregation_round_seconds": timing,
         "run_seconds": {m: float(np.mean([r["seconds"] for r in runs if r["method"] == m])) for m in METHODS[name]},
+        **gpu_peaks(runs, METHODS[name]),
         "runs": runs}, args.reference)
+
+
+def gpu_peaks(runs: list[dict[str, Any]], methods: Sequence[str]) -> dict[str, Any]:
+    """``{"gpu_peak_mib": {method: MiB}}``, the most GPU memory one run of each method took; {} on CPU."""
+    peaks = {m: max(r["gpu_peak_mib"] for r in runs if r["method"] == m and "gpu_peak_mib" in r)
+             for m in methods if any(r["method"] == m and "gpu_peak_mib" in r for r in runs)}
+    return {"gpu_peak_mib": peaks} if peaks else {}
 
 
 def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_meta: dict[str, Any],

@@ -214,6 +214,8 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
         out += [f"\nParameters (ours; paper: {res['parameters']['paper']}):\n",
                 markdown_table(["client", "total", "federated (GL)"], counts),
                 f"\nMean seconds per run: {', '.join(f'{m} {s:.1f}' for m, s in res['run_seconds'].items())}\n",
+                *([f"\nPeak GPU memory of one run (MiB): {', '.join(f'{m} {v:.1f}' for m, v in peaks.items())}\n"]
+                  if (peaks := res.get("gpu_peak_mib")) else []),
                 "\nRuns:\n", markdown_table(["seeds", "methods", "date", "commit", "load (1 min)", "command"], [
                     [_seed_range(r["seeds"]), ", ".join(r.get("methods") or ["all"]), r["date"], _short(r["commit"]),
                      (r.get("device") or {}).get("load_average_1m", ""),

@@ -7,6 +7,11 @@ workers start with SIGINT blocked (:func:`protocols.lifecycle.ctrl_c_stays_here`
 when the caller is interrupted (or a job fails) the queued jobs are cancelled and the
 workers are ended instead of awaited. The workers also end with their launcher
 (:func:`protocols.lifecycle.die_with_parent`, called by the ``initializer``).
+
+A process that has used CUDA cannot fork a child that uses it too ("Cannot
+re-initialize CUDA in forked subprocess"), and a ``--device cuda`` benchmark touches
+CUDA before its jobs start (to name the GPU in its result). So once CUDA is
+initialised here, workers start by spawn unless the caller chose a context.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, ini
     ``on_done(result, done, total)`` is called in this process as each job ends. The
     first job error is raised here, after the other jobs are cancelled or ended.
     """
-    pool = ProcessPoolExecutor(workers, mp_context=mp_context, initializer=initializer)
+    pool = ProcessPoolExecutor(workers, mp_context=mp_context or worker_context(), initializer=initializer)
     try:
         with ctrl_c_stays_here():  # the workers start (at submit) without a SIGINT of their own
             futures = [pool.submit(fn, *job) for job in jobs]
@@ -42,4 +47,11 @@ def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, ini
         pool.shutdown(wait=True, cancel_futures=True)  # after an error: the queue is dropped, no worker is left
 
 
-__all__ = ["map_jobs"]
+def worker_context() -> Any:
+    """Spawn where this process has initialised CUDA (a fork could not use it), else the default."""
+    import torch
+
+    return multiprocessing.get_context("spawn") if torch.cuda.is_initialized() else None
+
+
+__all__ = ["map_jobs", "worker_context"]

@@ -131,13 +131,17 @@ def load_datasets(cfg: Config) -> dict[str, Any]:
 
 def run_dataset(name: str, dataset: Any, cfg: Config) -> dict[str, Any]:
     from securefl.data import stfl_split
+    from securefl.runtime import GPUPeak
 
     runs: dict[str, list[dict]] = {}
     for seed in range(cfg.seeds):
         splits = {flag: stfl_split(dataset, seed=seed, all_data=flag) for flag in (False, True)}
         for row, all_data, runner in _methods(cfg):
             start = time.perf_counter()
-            result = runner(splits[all_data], cfg, seed)
+            with GPUPeak(cfg.device) as peak:
+                result = runner(splits[all_data], cfg, seed)
+            if peak.mib is not None:
+                result["gpu_peak_mib"] = peak.mib
             print(f"{name} seed {seed} {row}: accuracy {result['metrics']['accuracy']:.4f}"
                   f" ({time.perf_counter() - start:.1f} s{', ' + result['mode'] if 'mode' in result else ''})",
                   flush=True)
@@ -154,6 +158,9 @@ def summarize(runs: dict[str, list[dict]]) -> dict[str, dict[str, Any]]:
                     "accuracy_std": statistics.stdev(acc) if len(acc) > 1 else 0.0,
                     "seconds_mean": statistics.fmean(secs), "n": len(acc),
                     "modes": sorted({r.get("mode", "measured") for r in results})}
+        peaks = [r["gpu_peak_mib"] for r in results if "gpu_peak_mib" in r]
+        if peaks:  # --device cuda: the most GPU memory one seed's run took
+            out[row]["gpu_peak_mib"] = max(peaks)
     return out
 
 

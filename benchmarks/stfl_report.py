@@ -42,7 +42,9 @@ def _n(d: dict[str, Any]) -> int:
 
 
 def table_three(report: dict[str, Any]) -> str:
+    gpu = any("gpu_peak_mib" in s for d in report["datasets"] for s in d["summary"].values())
     headers = ["dataset", "method", "seconds (mean)", "phases (s)", "bytes per party", "paper s", "mode"]
+    headers += ["GPU peak MiB"] if gpu else []
     rows = []
     for d in report["datasets"]:
         col = DATASETS.index(d["dataset"])
@@ -56,7 +58,8 @@ def table_three(report: dict[str, Any]) -> str:
             rows.append([PAPER_NAMES[d["dataset"]], row, f"{d['summary'][row]['seconds_mean']:.1f}",
                          ", ".join(f"{k} {v:.1f}" for k, v in phases.items()),
                          ", ".join(f"{k} {v:,}" for k, v in first.get("bytes_per_party", {}).items()),
-                         f"{paper:,.0f}", ", ".join(d["summary"][row]["modes"])])
+                         f"{paper:,.0f}", ", ".join(d["summary"][row]["modes"])]
+                        + ([d["summary"][row].get("gpu_peak_mib", "")] if gpu else []))
     return markdown_table(headers, rows)
 
 

@@ -23,3 +23,28 @@ def resolve_device(device: str | torch.device | None = "cpu") -> torch.device:
     elif resolved.type != "cpu":
         raise InputError(f"--device {device!r}: only cpu and cuda are supported")
     return resolved
+
+
+class GPUPeak:
+    """The most memory torch's tensors took on one CUDA device while a block ran.
+
+    ``with GPUPeak(device) as peak: ...`` then ``peak.mib``: None on CPU (nothing to
+    measure), else the peak in MiB since the block began. The counter is per process,
+    so a measured block should be the only GPU work of its process at the time.
+    """
+
+    def __init__(self, device: str | torch.device | None) -> None:
+        resolved = resolve_device(device)
+        self._device = resolved if resolved.type == "cuda" else None
+        self.mib: float | None = None
+
+    def __enter__(self) -> "GPUPeak":
+        if self._device is not None:
+            torch.cuda.synchronize(self._device)
+            torch.cuda.reset_peak_memory_stats(self._device)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._device is not None:
+            torch.cuda.synchronize(self._device)
+            self.mib = round(torch.cuda.max_memory_allocated(self._device) / 2**20, 1)

@@ -173,3 +173,14 @@ def test_rewritten_result_files_do_not_mark_the_commit_dirty_but_code_changes_do
     # Assert
     assert len(after_result) == 40 and "+dirty" not in after_result
     assert after_code == after_result + "+dirty"
+
+
+def test_a_tree_without_git_takes_the_named_commit_and_says_git_did_not_confirm_it(tmp_path, monkeypatch):
+    # Arrange: a copied tree with no .git, as a lent GPU machine receives it
+    monkeypatch.setenv("SECUREFL_COMMIT", "abc123")
+    # Act
+    named = git_commit(tmp_path)
+    monkeypatch.delenv("SECUREFL_COMMIT")
+    # Assert
+    assert named == "abc123 (named by SECUREFL_COMMIT; no git checkout)"
+    assert git_commit(tmp_path) == "unknown"

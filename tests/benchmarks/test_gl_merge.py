@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from benchmarks.gl import complete_seeds, run_dataset, upgrade
+from benchmarks.gl import complete_seeds, gpu_peaks, run_dataset, upgrade
 
 NEEDS_DATA = pytest.mark.skipif(not os.environ.get("SECUREFL_DATA"), reason="SECUREFL_DATA is not set (heart files)")
 
@@ -248,3 +248,11 @@ def test_seed_counts_and_workers_outside_their_range_are_usage_errors(tmp_path, 
     with pytest.raises(SystemExit) as stop:
         main([*argv, "--datasets", "gl_heart", "--json", str(tmp_path / "r.json")])
     assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_gpu_peaks_keep_each_methods_largest_run_and_are_absent_on_cpu():
+    gpu_runs = [{"method": "gl", "gpu_peak_mib": 30.0}, {"method": "gl", "gpu_peak_mib": 50.5},
+                {"method": "local", "gpu_peak_mib": 10.0}]
+
+    assert gpu_peaks(gpu_runs, ("gl", "fedavg", "local")) == {"gpu_peak_mib": {"gl": 50.5, "local": 10.0}}
+    assert gpu_peaks([{"method": "gl"}], ("gl",)) == {}

@@ -59,3 +59,27 @@ def test_ctrl_c_in_a_benchmark_is_one_line_and_status_130(capsys):
     assert run_main(interrupted, "benchmarks.x") == 130
     assert capsys.readouterr().err == "benchmarks.x: interrupted; no result file was written\n"
     assert run_main(lambda: 3, "benchmarks.x") == 3
+
+
+def start_method() -> str:
+    import multiprocessing
+
+    return multiprocessing.get_start_method()
+
+
+def test_workers_spawn_once_this_process_has_initialised_cuda(monkeypatch):
+    # Arrange: pretend a --device cuda benchmark has already named its GPU
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    # Act
+    methods = map_jobs(start_method, [()], workers=1, initializer=die_with_parent)
+    # Assert: a forked worker could not have used CUDA
+    assert methods == ["spawn"]
+
+
+def test_workers_keep_the_default_start_without_cuda():
+    import multiprocessing
+
+    assert map_jobs(start_method, [()], workers=1, initializer=die_with_parent) == [
+        multiprocessing.get_start_method()]

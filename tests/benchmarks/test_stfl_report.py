@@ -37,6 +37,21 @@ def test_extrapolated_cells_are_marked():
     assert "split-NN accuracy, time extrapolated" in table_three(_report(0.93))
 
 
+def test_a_gpu_run_adds_the_peak_memory_column_and_a_cpu_run_does_not():
+    # Arrange: the same runs, once with the peak a --device cuda run records
+    report = _report(0.93)
+    gpu = {"datasets": [{**report["datasets"][0], "runs": {
+        row: [{**r, "gpu_peak_mib": mib} for r, mib in zip(results, (12.5, 20.0))]
+        for row, results in report["datasets"][0]["runs"].items()}}]}
+    gpu["datasets"][0]["summary"] = summarize(gpu["datasets"][0]["runs"])
+    # Act
+    cpu_table, gpu_table = table_three(report), table_three(gpu)
+    # Assert: the larger seed's peak, in every row, under its own header
+    assert "GPU peak MiB" not in cpu_table
+    rows = [line for line in gpu_table.splitlines() if line.startswith("| cancer")]
+    assert "GPU peak MiB" in gpu_table and rows and all(line.endswith("| 20.0 |") for line in rows)
+
+
 def test_speed_verdicts_compare_with_fates_seconds():
     assert "31.6x faster than FATE's 1,737 s (target at least 50x faster than FATE's: **not met**)" in \
         speed_lines(_report(0.93, ckks_seconds=55.0))
