@@ -78,8 +78,11 @@ def test_workers_spawn_once_this_process_has_initialised_cuda(monkeypatch):
     assert methods == ["spawn"]
 
 
-def test_workers_keep_the_default_start_without_cuda():
+def test_workers_keep_the_default_start_without_cuda(monkeypatch):
     import multiprocessing
 
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)  # on a GPU machine, an earlier test may have
     assert map_jobs(start_method, [()], workers=1, initializer=die_with_parent) == [
         multiprocessing.get_start_method()]
