@@ -1,4 +1,4 @@
-"""What a party learns that it should not: HE-VFL's and STFL's passive party, the averaging server.
+"""What a party learns that it should not: HE-VFL's and STFL's passive party, the averaging server, TDCD's hubs.
 
     python -m benchmarks.leakage [--quick] [--datasets breast,default_credit,give_credit] [--seeds 5]
                                  [--steps 8] [--he ckks|paillier] [--json FILE] [--markdown FILE]
@@ -22,6 +22,9 @@ The averaging server of CHFL (digits) and GL (heart; not in ``--quick``): one sh
 each with plain and with secure aggregation, every message recorded; what the server's
 transport delivered (float values, masked 64-bit words and the share of their bits that
 are 1) and the clients' accuracies, equal either way up to fixed-point error.
+
+TDCD's hubs (bundled diabetes set): what hub0's transport delivered from the other hubs
+in a short run with three silos, plain and secure, and with two silos, secure.
 """
 
 from __future__ import annotations
@@ -110,6 +113,30 @@ def server_views(quick: bool, data_dir: Path | None) -> list[dict[str, Any]]:
             for method, data in runs.items() for secure in (False, True)]
 
 
+def hub_view(silos: int, *, secure: bool) -> dict[str, Any]:
+    """One short TDCD run on the bundled diabetes set, every message recorded: what hub0's transport
+    delivered from the other hubs, and the final training objective."""
+    from dataclasses import replace
+
+    from securefl.algorithms.tdcd import TDCDConfig
+    from securefl.algorithms.tdcd_hub import run_tdcd
+    from securefl.data.tdcd_entries import load_diabetes_sklearn
+    from securefl.data.tdcd_sets import tiered_split
+    from securefl.runtime.leakage import received
+
+    split = tiered_split(load_diabetes_sklearn(), silos=silos, clients=2, seed=0)
+    config = replace(TDCDConfig(rounds=5, local_steps=5, batch_size=20, lr=0.05), secure=secure)
+    result = run_tdcd(split, config, record=True)
+    from_hubs = [m for m in result["logs"]["hub0"] if m.src.startswith("hub")]
+    return {"silos": silos, "aggregation": "secure" if secure else "plain",
+            "objective": result["metrics"]["train_objective"], **received(from_hubs)}
+
+
+def hub_views() -> list[dict[str, Any]]:
+    """TDCD's hub exchange with three silos (plain and masked) and with two (masked averaging only)."""
+    return [hub_view(3, secure=False), hub_view(3, secure=True), hub_view(2, secure=True)]
+
+
 def run_dataset(name: str, dataset: Any, config: Config) -> dict[str, Any]:
     """Every seed of one dataset: HE-VFL's attacked view and STFL's transport logs."""
     from securefl.data import stfl_split
@@ -145,8 +172,27 @@ def _num(value: float | None, std: float | None = None) -> str:
     return f"{value:.3f}" + (f" ± {std:.3f}" if std is not None else "")
 
 
+def hub_section(hubs: Sequence[dict[str, Any]]) -> list[str]:
+    """The Markdown of TDCD's hub exchange (absent from results written before it was measured)."""
+    if not hubs:
+        return []
+    rows = [[v["silos"], v["aggregation"], v["messages"], f"{v['float_values']:,}", f"{v['uint64_words']:,}",
+             _num(v["uint64_one_bit_rate"]), f"{v['objective']:.6f}"] for v in hubs]
+    return ["", "## TDCD: what a hub receives from the other hubs", "",
+            "What hub0's transport delivered from the other hubs in a short TDCD run (bundled diabetes set, 2"
+            " clients per silo, 5 rounds of 5 local steps, an evaluation every round). Plain: each other silo's"
+            " Phi (its share of every exchanged row's prediction) and squared weight norm arrive as floats."
+            " Secure with three silos: the hubs swap through a pairwise-masked peer sum, so only 64-bit masked"
+            " words and public keys arrive and hub0 learns the other silos' sum alone. With two silos the"
+            " others' sum is the other silo's Phi itself, which the hub's clients need, so it is swapped in"
+            " clear (secure aggregation still hides each client's weights within a silo). The objectives"
+            " agree up to fixed-point error.", "",
+            markdown_table(["silos", "aggregation", "messages", "float values", "64-bit words", "share of 1 bits",
+                            "final training objective"], rows)]
+
+
 def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict[str, Any]],
-             config: Config) -> str:
+             config: Config, hubs: Sequence[dict[str, Any]] = ()) -> str:
     rows = []
     for name, res in results.items():
         s = res["summary"]
@@ -180,6 +226,7 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict
         "",
         markdown_table(["method", "dataset", "aggregation", "messages", "float values", "64-bit words",
                         "share of 1 bits", "client accuracy"], server),
+        *hub_section(hubs),
     ])
 
 
@@ -226,9 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"benchmarks.leakage: error: {exc}", file=sys.stderr)
         return 2
     results = {name: run_dataset(name, dataset, config) for name, dataset in datasets.items()}
-    views = server_views(config.quick, data_dir)
-    write_json(json_path, {**meta, "datasets": results, "server_view": views})
-    text = markdown(meta, results, views, config)
+    views, hubs = server_views(config.quick, data_dir), hub_views()
+    write_json(json_path, {**meta, "datasets": results, "server_view": views, "hub_view": hubs})
+    text = markdown(meta, results, views, config, hubs)
     write_text(md_path, text)
     print(text)
     return 0
@@ -240,7 +287,7 @@ def render(json_path: Path, md_path: Path) -> int:
                          {"datasets": dict, "server_view": list, "settings": dict})
     settings = stored["settings"]
     config = Config(**{**settings, "datasets": tuple(settings["datasets"])})
-    text = markdown(stored, stored["datasets"], stored["server_view"], config)
+    text = markdown(stored, stored["datasets"], stored["server_view"], config, stored.get("hub_view", []))
     write_text(md_path, text)
     print(text)
     return 0

@@ -5,6 +5,8 @@
   aggregation of float vectors (fixed point in Z_2^64, PRG masks, Shamir recovery
   of dropouts); :func:`average_client` / :func:`average_server` wrap weighted
   averaging, with masking switched by ``SecAggConfig.secure``.
+* :class:`PeerSum`: a fixed group of peers (no server) each learn the sum of the
+  group's vectors, every vector pairwise-masked (TDCD's hubs).
 * :class:`AdditiveMask`: additive masking of an encrypted array before it goes to the
   key owner for decryption, so the key owner sees only masked values.
 * Building blocks with their own tests: :mod:`.shamir`, :mod:`.fixedpoint`,
@@ -17,11 +19,13 @@ from protocols.channels.secagg import (average_client, average_server, secagg_cl
 from protocols.channels.secure_channel import SecureChannel
 
 from protocols.channels.masking import AdditiveMask
+from protocols.channels.peersum import PeerSum
 
 __all__ = [
     "AdditiveMask",
     "DROP_STAGES",
     "DropStage",
+    "PeerSum",
     "SecAggConfig",
     "SecAggResult",
     "SecureChannel",

@@ -5,15 +5,21 @@ sums only, by default), draws the round's minibatches, stacks its clients' ``Phi
 exchanges it with the other hubs and hands each client the others' sum for its rows.
 It learns which of its clients holds which row (its silo's own bookkeeping) and the
 ``Phi`` of the rows it stacks, never a feature, label or other silo's weight.
+
+With three or more silos and secure aggregation on, the hubs swap their stacked
+``Phi`` through :class:`protocols.channels.PeerSum`: each hub learns the sum over the
+silos and so the others' sum its clients need, never another silo's ``Phi`` on its
+own. With two silos the others' sum *is* the other silo's ``Phi``, so it goes in clear.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
 
+from protocols.channels import PeerSum
 from protocols.codec import Tag
 from protocols.errors import InputError, ProtocolError
 from protocols.transport import run_parties
@@ -35,7 +41,43 @@ def owners(rows: Sequence[np.ndarray], n_rows: int) -> tuple[np.ndarray, np.ndar
     return owner, local
 
 
-def share(transport: Transport, layout: SiloLayout, hubs: Sequence[str], positions: Sequence[np.ndarray],
+def masks_exchange(config: TDCDConfig, silos: int) -> bool:
+    """Whether hubs swap through the masked peer sum: secure, and a sum of others that is not one silo's."""
+    return config.secure and silos >= 3
+
+
+@dataclass(frozen=True)
+class HubExchange:
+    """How one hub swaps values with the other hubs: masked through a peer sum, or in clear."""
+
+    transport: Transport
+    hubs: tuple[str, ...]
+    group: PeerSum | None
+
+    @classmethod
+    def start(cls, transport: Transport, hubs: Sequence[str], config: TDCDConfig) -> "HubExchange":
+        """Agree the peer-sum keys when masking protects something (secure, three or more silos)."""
+        group = PeerSum.agree(transport, members=hubs) if masks_exchange(config, len(hubs)) else None
+        return cls(transport, tuple(hubs), group)
+
+    def others(self, mine: np.ndarray, tag: Tag) -> np.ndarray:
+        """The other hubs' sum of their ``mine`` (arrays of one shape and dtype at every hub)."""
+        if self.group is not None:
+            return (self.group.total(mine, tag=tag) - mine).astype(mine.dtype)
+        me = self.transport.name
+        peers = [h for h in self.hubs if h != me]
+        for hub in peers:
+            self.transport.send(hub, tag, phi=mine)
+        others = np.zeros_like(mine)
+        for hub in peers:
+            theirs = self.transport.recv(hub, tag)["phi"]
+            if not isinstance(theirs, np.ndarray) or theirs.dtype != mine.dtype or theirs.shape != mine.shape:
+                raise ProtocolError(f"{me!r}, {tag}: the values from {hub!r} are not {mine.shape} {mine.dtype}")
+            others += theirs
+        return others
+
+
+def share(transport: Transport, layout: SiloLayout, exchange: HubExchange, positions: Sequence[np.ndarray],
           union: np.ndarray, outputs: int, stage: str, rnd: int) -> None:
     """Stack the clients' Phi over ``union``, swap it with the other hubs, return each client the others'
     sum for its ``positions`` (global rows, in the order the client sent them)."""
@@ -47,15 +89,7 @@ def share(transport: Transport, layout: SiloLayout, hubs: Sequence[str], positio
             raise ProtocolError(f"{transport.name!r}, round {rnd}: Phi from {client!r} is not {len(rows)}x{outputs}"
                                 " float32")
         stacked[rows] = phi
-    others = np.zeros_like(stacked)
-    peers = [h for h in hubs if h != transport.name]
-    for hub in peers:
-        transport.send(hub, Tag(rnd, stage, "exchange"), phi=stacked)
-    for hub in peers:
-        theirs = transport.recv(hub, Tag(rnd, stage, "exchange"))["phi"]
-        if not isinstance(theirs, np.ndarray) or theirs.dtype != np.float32 or theirs.shape != stacked.shape:
-            raise ProtocolError(f"{transport.name!r}, round {rnd}: Phi from {hub!r} is not {stacked.shape} float32")
-        others += theirs
+    others = exchange.others(stacked, Tag(rnd, stage, "exchange"))
     for client, rows in zip(layout.clients, where):
         transport.send(client, Tag(rnd, stage, "others"), phi=others[rows])
 
@@ -73,19 +107,15 @@ def plan_round(transport: Transport, layout: SiloLayout, table: tuple[np.ndarray
     return positions
 
 
-def evaluate(transport: Transport, layout: SiloLayout, hubs: Sequence[str], rows: Sequence[np.ndarray], n_rows: int,
-             outputs: int, stage: str, rnd: int, l2: float) -> dict[str, float]:
+def evaluate(transport: Transport, layout: SiloLayout, exchange: HubExchange, rows: Sequence[np.ndarray],
+             n_rows: int, outputs: int, stage: str, rnd: int, l2: float) -> dict[str, float]:
     """The federation's loss (and accuracy) over every row of a split, with the averaged model."""
-    share(transport, layout, hubs, rows, np.arange(n_rows), outputs, stage, rnd)
+    share(transport, layout, exchange, rows, np.arange(n_rows), outputs, stage, rnd)
     reports = [transport.recv(client, Tag(rnd, stage, "loss")) for client in layout.clients]
     if sum(int(r["rows"]) for r in reports) != n_rows:
         raise ProtocolError(f"{transport.name!r}, round {rnd}: the clients' losses do not cover the {n_rows} rows")
-    squared = float(reports[0]["sqnorm"])
-    for hub in hubs:
-        if hub != transport.name:
-            transport.send(hub, Tag(rnd, stage, "norm"), sqnorm=squared)
-    squared += sum(float(transport.recv(hub, Tag(rnd, stage, "norm"))["sqnorm"]) for hub in hubs
-                   if hub != transport.name)
+    own = np.array([float(reports[0]["sqnorm"])])  # this silo's averaged weights' squared norm
+    squared = float(own[0] + exchange.others(own, Tag(rnd, stage, "norm"))[0])
     loss = sum(float(r["loss"]) for r in reports) / n_rows
     return {"round": rnd, "loss": loss, "objective": loss + 0.5 * l2 * squared,
             "accuracy": sum(int(r["correct"]) for r in reports) / n_rows}
@@ -96,6 +126,7 @@ def tdcd_hub(transport: Transport, *, layout: SiloLayout, hubs: Sequence[str], n
     """Hub ``layout.hub``'s whole run; returns the objective after each evaluated round and the test metrics."""
     table = owners(layout.train_rows, n_train)
     owners(layout.test_rows, n_test)
+    exchange = HubExchange.start(transport, hubs, config)
     history, seconds = [], []
     for rnd in range(config.rounds + 1):
         took, dropped = server_average(transport, clients=layout.clients,
@@ -105,15 +136,16 @@ def tdcd_hub(transport: Transport, *, layout: SiloLayout, hubs: Sequence[str], n
                                 " every row's Phi")
         seconds.append(took)
         if config.evaluates(rnd):
-            history.append(evaluate(transport, layout, hubs, layout.train_rows, n_train, outputs, "eval-train", rnd,
-                                    config.l2))
+            history.append(evaluate(transport, layout, exchange, layout.train_rows, n_train, outputs, "eval-train",
+                                    rnd, config.l2))
         if rnd < config.rounds:
             batches = draw_batches(config, rnd, n_train, len(layout.clients))
             positions = plan_round(transport, layout, table, batches, rnd)
-            share(transport, layout, hubs, positions, np.unique(np.concatenate(batches)), outputs, STAGE, rnd)
+            share(transport, layout, exchange, positions, np.unique(np.concatenate(batches)), outputs, STAGE, rnd)
         if config.progress is not None:
             config.progress(rnd, config.rounds)
-    test = evaluate(transport, layout, hubs, layout.test_rows, n_test, outputs, "eval-test", config.rounds, config.l2)
+    test = evaluate(transport, layout, exchange, layout.test_rows, n_test, outputs, "eval-test", config.rounds,
+                    config.l2)
     return {"hub": transport.name, "history": history, "test": test, "average_seconds": seconds}
 
 
@@ -181,8 +213,9 @@ def tdcd_result(split: TieredSplit, config: TDCDConfig, run: Any, backend: str) 
             "settings": {**config.settings(), "silos": split.silos, "clients_per_silo": clients,
                          "n_train": split.n_train, "n_test": split.n_test, "task": split.task,
                          "columns": [list(c) for c in split.columns], "backend": backend,
-                         "aggregation": "secure (masked sums)" if config.secagg(clients).secure else "plain"}}
+                         "aggregation": "secure (masked sums)" if config.secagg(clients).secure else "plain",
+                         "hub_exchange": "masked peer sum" if masks_exchange(config, split.silos) else "clear"}}
 
 
-__all__ = ["check_split", "evaluate", "owners", "plan_round", "run_tdcd", "share", "tdcd_hub", "tdcd_result",
+__all__ = ["HubExchange", "check_split", "evaluate", "masks_exchange", "owners", "plan_round", "run_tdcd", "share", "tdcd_hub", "tdcd_result",
            "test_metrics"]

@@ -25,8 +25,14 @@ def test_quick_run_attacks_he_vfl_and_reads_stfls_transport(tmp_path):
     assert secure["float_values"] == 0 and secure["uint64_words"] == plain["float_values"]
     assert 0.49 < secure["uint64_one_bit_rate"] < 0.51
     assert secure["client_accuracy"] == pytest.approx(plain["client_accuracy"], abs=0.02)
+    hub_plain, hub_masked, two_silos = data["hub_view"]  # TDCD: what hub0 got from the other hubs
+    assert hub_plain["float_values"] > 0 and hub_plain["uint64_words"] == 0
+    assert hub_masked["float_values"] == 0 and hub_masked["uint64_words"] == hub_plain["float_values"]
+    assert hub_masked["objective"] == pytest.approx(hub_plain["objective"], rel=1e-6)
+    assert two_silos["silos"] == 2 and two_silos["float_values"] > 0  # the other silo's Phi: nothing to hide
     text = (tmp_path / "leakage.md").read_text()
     assert "quick run" in text and "nothing to attack" in text and "The averaging server's view" in text
+    assert "TDCD: what a hub receives from the other hubs" in text
     # --render-only rewrites the same Markdown from the stored JSON, running nothing
     (tmp_path / "leakage.md").unlink()
     assert bench.main(["--render-only", "--json", str(tmp_path / "leakage.json")]) == 0

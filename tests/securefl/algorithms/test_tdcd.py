@@ -92,12 +92,15 @@ def test_parties_receive_only_phi_masked_sums_and_their_own_silos_average():
     split = tiered_split(_regression_table(), silos=2, clients=2, seed=0)
     # Act
     logs = run_tdcd(split, CONFIG, record=True)["logs"]
-    # Assert: a hub's only floats are Phi (one value per row); weights reach it as masked words
+    # Assert: a hub's only floats are Phi (one value per row) and, from the other hub, its silo's
+    # squared weight norm (the objective's penalty); weights reach it as masked words
     for hub in ("hub0", "hub1"):
         received = _received_arrays(logs, hub)
         assert any(value.dtype == np.uint64 for _, _, value in received)
         for src, stage, value in received:
-            assert value.dtype.kind != "f" or (value.ndim == 2 and value.shape[1] == 1), (hub, src, stage)
+            phi = value.ndim == 2 and value.shape[1] == 1
+            norm = src.startswith("hub") and stage.startswith("eval-") and value.shape == (1,)
+            assert value.dtype.kind != "f" or phi or norm, (hub, src, stage)
     # a client gets Phi rows, its minibatch plan and its own silo's average (its own model's length)
     for j, shards in enumerate(split.shards):
         width = shards[0].x_train.shape[1]
@@ -109,6 +112,25 @@ def test_parties_receive_only_phi_masked_sums_and_their_own_silos_average():
                 elif value.dtype.kind == "f":
                     assert value.shape[1] == 1
                     assert value.shape[0] <= len(shard.y_train) + len(shard.y_test)
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_with_three_silos_a_hub_reads_no_other_silos_phi_unless_masking_is_off(secure):
+    # Arrange
+    split = tiered_split(_regression_table(), silos=3, clients=2, seed=0)
+    # Act
+    result = run_tdcd(split, replace(CONFIG, secure=secure), record=True)
+    logs = result["logs"]
+    # Assert: what hub0 got from the other hubs: masked words (secure) or their Phi in clear
+    assert result["settings"]["hub_exchange"] == ("masked peer sum" if secure else "clear")
+    from_hubs = [(m.tag.name, v) for m in logs["hub0"] if m.src in ("hub1", "hub2")
+                 for v in m.fields.values() if isinstance(v, np.ndarray)]
+    exchanged = [v for name, v in from_hubs if name in ("exchange", "norm")]
+    assert exchanged
+    if secure:  # the squared norms of the objective go through the peer sum too
+        assert all(v.dtype == np.uint64 for v in exchanged)
+    else:
+        assert any(v.dtype == np.float32 and v.ndim == 2 for v in exchanged)
 
 
 def test_a_small_cnn_per_silo_learns_to_classify_images_split_down_the_middle():
@@ -128,8 +150,8 @@ def test_a_small_cnn_per_silo_learns_to_classify_images_split_down_the_middle():
 
 
 def test_the_torch_backend_gives_the_in_process_result():
-    # Arrange
-    split = tiered_split(_regression_table(rows=60), silos=2, clients=1, seed=0)
+    # Arrange: three silos, so the hubs' masked peer sum crosses process boundaries too
+    split = tiered_split(_regression_table(rows=60), silos=3, clients=1, seed=0)
     config = replace(CONFIG, rounds=3)
     # Act
     here, there = run_tdcd(split, config), run_tdcd(split, config, backend="torch")
