@@ -18,6 +18,7 @@ from protocols.psi import check_ids, intersect, psi_two_party
 from securefl.commands import keygen
 from securefl.data import read_party_csv, write_csv_atomically
 from securefl.results import check_output, write_json_atomically
+from securefl.runtime import validation as check
 
 EXAMPLE = "securefl psi left.csv right.csv --id-column id --out aligned/"
 
@@ -59,8 +60,7 @@ def _check_args(args: argparse.Namespace) -> None:
             raise InputError("--role needs --peer HOST:PORT")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be at least 1, got {args.workers}")
-    if not 0 < args.timeout <= 1e6:  # NaN and inf too
-        raise InputError(f"--timeout must be a positive number of seconds (at most 1e6), got {args.timeout}")
+    check.peer_timeout(args.timeout)
     check_output(args.out, "--out", folder=True)
     if args.json:
         check_output(args.json, "--json")

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from protocols.errors import InputError
 from securefl.commands import keygen
 from securefl.results import write_json_atomically
+from securefl.runtime import validation as check
 
 NETWORK_METHODS = ("stfl", "he-vfl", "gl", "chfl", "common", "simple", "tdcd")
 HORIZONTAL = ("gl", "chfl", "common", "simple")
@@ -82,8 +83,7 @@ def check_args(args: argparse.Namespace) -> None:
     if args.backend != "inprocess":
         raise InputError("--backend applies to runs with every party here; with --role each party is its own"
                          " process already")
-    if not 0 < args.timeout <= 1e6:  # NaN and inf too
-        raise InputError(f"--timeout must be a positive number of seconds (at most 1e6), got {args.timeout}")
+    check.peer_timeout(args.timeout)
     if args.method in HORIZONTAL:
         from securefl.commands.run_network_horizontal import check_horizontal_args
 

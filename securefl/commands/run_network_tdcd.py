@@ -90,7 +90,10 @@ def _report(args: argparse.Namespace, party: dict[str, Any], meter: Any, seconds
                      "backend": "torch (network)", "peer": args.peer,
                      "authenticated_links": args.identity is not None}}
     if hub:  # every hub computes the federation's objective and test loss
-        from securefl.algorithms.tdcd_hub import test_metrics
+        from securefl.algorithms.tdcd_hub import masks_exchange, test_metrics
+
+        report["settings"]["hub_exchange"] = ("masked peer sum" if masks_exchange(config, len(args.silos_spec))
+                                              else "clear")
 
         report["metrics"] = test_metrics(party, "regression")
         report["history"] = party["history"]

@@ -40,6 +40,12 @@ def number_in(owner: str, name: str, value: Any, low: float, high: float, *, ope
                          f" got {value!r}")
 
 
+def peer_timeout(value: float) -> None:
+    """A command's ``--timeout``: seconds to wait for a peer, positive and at most 1e6 (NaN and inf fail)."""
+    if not 0 < value <= 1e6:
+        raise InputError(f"--timeout must be a positive number of seconds (at most 1e6), got {value}")
+
+
 def seed(owner: str, value: Any) -> None:
     """``value`` is a run seed: an int in [0, 2**63)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
@@ -64,4 +70,4 @@ def callback(owner: str, name: str, value: Any) -> None:
         raise InputError(f"{owner}.{name} must be callable(epoch, total) or None, got {type(value).__name__}")
 
 
-__all__ = ["callback", "device", "flag", "number_in", "positive_int", "positive_number", "seed"]
+__all__ = ["callback", "device", "flag", "number_in", "peer_timeout", "positive_int", "positive_number", "seed"]

@@ -61,6 +61,7 @@ def test_hubs_and_clients_on_their_own_give_the_one_process_result(tmp_path):
         assert [h["objective"] for h in got[hub]["history"]] == pytest.approx(
             [h["objective"] for h in want["history"]], rel=1e-6)
         assert got[hub]["metrics"]["rmse"] == pytest.approx(want["metrics"]["rmse"], rel=1e-6)
+    assert got["bank"]["settings"]["hub_exchange"] == "clear"  # two silos: the other's Phi is the others' sum
     assert got["branch"]["metrics"] == {} and got["branch"]["train_rows"] == want["settings"]["n_train"]
     assert sum(r["bytes_sent"] for r in got.values()) == inprocess.bytes
     assert outs[0][0].startswith("tdcd hub 'bank'") and outs[2][0].startswith("tdcd client 'branch'")
