@@ -8,8 +8,9 @@ masked vectors then sum to the plain sum, mod 2^64, with every mask cancelled.
 
 Keys: each member makes a fresh X25519 key from the OS (:func:`PeerSum.agree`) and
 sends its public half to the others once; a pair's seed for one exchange is
-HKDF(DH) with ``info`` naming the exchange's tag, both members and both keys, so no
-two exchanges reuse a mask. The private key never leaves the object.
+HKDF(DH) with ``info`` naming the exchange's tag, both members and both keys, and a
+member refuses a tag it has used, so no two exchanges reuse a mask. The private key
+never leaves the object.
 
 What a member learns (semi-honest, no dropouts): the total, hence the others' sum.
 Each vector it receives still carries the mask its sender shares with every third
@@ -42,6 +43,7 @@ class PeerSum:
         self._transport, self.members = transport, members
         self._private, self._publics = private, publics
         self.scale_bits, self._prg = scale_bits, prg
+        self._used: set[Tag] = set()  # a tag used twice would reuse its masks
 
     @classmethod
     def agree(cls, transport: Transport, *, members: Sequence[str], scale_bits: int = 24,
@@ -73,6 +75,10 @@ class PeerSum:
 
     def total(self, vector: np.ndarray, *, tag: Tag) -> np.ndarray:
         """The members' sum of ``vector`` (float64, same shape), each member calling with the same ``tag``."""
+        if tag in self._used:
+            raise InputError(f"peer sum: tag {tag} was used already; its masks would repeat and reveal the"
+                             " difference of the two vectors")
+        self._used.add(tag)
         values = np.asarray(vector, dtype=np.float64)
         me = self._transport.name
         masked = fixedpoint.encode(values.reshape(-1), scale_bits=self.scale_bits,

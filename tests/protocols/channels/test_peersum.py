@@ -108,6 +108,13 @@ def test_each_exchange_uses_fresh_masks():
         np.testing.assert_allclose(run.results[name][0], run.results[name][1], atol=0)
 
 
+def test_a_tag_used_twice_is_refused_before_anything_is_sent():
+    vectors = inputs(2, (4,))
+
+    with pytest.raises(InputError, match="was used already"):
+        run_group({k: [v, v] for k, v in vectors.items()}, tags=(TAG, TAG))
+
+
 def test_only_public_keys_cross_and_each_is_32_bytes():
     run = run_group({k: [v] for k, v in inputs(3, (8,)).items()}, record=True)
 
