@@ -6,7 +6,8 @@ of its sorted IDs with every other hub's, so all silos are known to hold the sam
 samples without any ID crossing a silo. Each hub then draws the split from the seed
 (:func:`securefl.data.tdcd_clients.positions_by_ids`), tells each client which of its
 rows train and test, and the roles of :mod:`securefl.algorithms.tdcd` and
-:mod:`securefl.algorithms.tdcd_hub` run as in one process. Regression (ridge) only.
+:mod:`securefl.algorithms.tdcd_hub` run as in one process: ridge regression, or with
+``n_classes`` (the federation's ``--classes``) a linear softmax model per silo.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ SETUP = "tdcd-setup"
 
 
 def hub_party(transport: Transport, *, silo: int, clients: Sequence[str], hubs: Sequence[str],
-              config: TDCDConfig) -> dict[str, Any]:
+              config: TDCDConfig, n_classes: int = 0) -> dict[str, Any]:
     """Hub ``hubs[silo]``: set up its clients' rows, then run :func:`tdcd_hub`."""
     ids, columns = [], []
     for client in clients:
@@ -43,7 +44,8 @@ def hub_party(transport: Transport, *, silo: int, clients: Sequence[str], hubs: 
         transport.send(client, Tag(0, SETUP, "rows"), train=p.train_local, test=p.test_local)
     layout = SiloLayout(silo, transport.name, tuple(clients), tuple(p.train_rows for p in positions),
                         tuple(p.test_rows for p in positions))
-    return tdcd_hub(transport, layout=layout, hubs=hubs, n_train=n_train, n_test=n_test, outputs=1, config=config)
+    return tdcd_hub(transport, layout=layout, hubs=hubs, n_train=n_train, n_test=n_test, outputs=n_classes or 1,
+                    config=config)
 
 
 def _same_samples(transport: Transport, hubs: Sequence[str], ids: list[str]) -> None:
@@ -61,7 +63,7 @@ def _same_samples(transport: Transport, hubs: Sequence[str], ids: list[str]) -> 
 
 
 def client_party(transport: Transport, *, hub: str, silo: int, last: bool, rows: ClientRows, clients: int,
-                 config: TDCDConfig) -> dict[str, Any]:
+                 config: TDCDConfig, n_classes: int = 0) -> dict[str, Any]:
     """Client ``rows.name`` of silo ``silo``: hand its IDs to its hub, then run :func:`tdcd_client`."""
     transport.send(hub, Tag(0, SETUP, "ids"), ids="\n".join(rows.ids).encode(), columns=list(rows.columns))
     message = transport.recv(hub, Tag(0, SETUP, "rows"))
@@ -71,7 +73,8 @@ def client_party(transport: Transport, *, hub: str, silo: int, last: bool, rows:
                 or (part.size and not 0 <= int(part.min()) <= int(part.max()) < len(rows.ids)):
             raise ProtocolError(f"{transport.name!r}: the rows {hub!r} assigned are not indices of its own rows")
     shard = client_shard(rows, silo, train, test, bias=last)
-    result = tdcd_client(transport, hub=hub, shard=shard, task="regression", n_classes=0, clients=clients,
+    task = "classification" if n_classes else "regression"
+    result = tdcd_client(transport, hub=hub, shard=shard, task=task, n_classes=n_classes, clients=clients,
                          config=config)
     return {**result, "silo": silo}
 

@@ -5,8 +5,10 @@ at ``--peer``. A client gives its own CSV (``--csv FILE --id-column id --label y
 samples it holds, its silo's feature columns and the target); a hub gives no data. The
 hubs check, by digest, that every silo holds the same samples and draw the split from
 ``--seed`` (:mod:`securefl.algorithms.tdcd_network`); the parties compare the silos and
-the settings that must agree when they meet. Regression (ridge) only, as in
-:func:`securefl.data.tdcd_clients.load_client_csv`.
+the settings that must agree when they meet. Ridge regression on a numeric ``--label``,
+or, with ``--classes A,B,...`` given to every party, classification (a linear softmax
+model per silo) on a label holding those values
+(:func:`securefl.data.tdcd_clients.load_client_csv`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ def check_tdcd_network_args(args: argparse.Namespace) -> None:
         raise InputError(f"hub {args.role!r} holds no data: drop --csv")
     if args.role in clients and args.csv is None:
         raise InputError(f"client {args.role!r} needs its own rows: --csv FILE --id-column COL --label COL")
+    if args.classes is not None:
+        from securefl.data.chfl_clients import parse_classes
+
+        args.classes = parse_classes(args.classes)
 
 
 def run_tdcd_party(args: argparse.Namespace, config: Any, progress: Callable[[int, int], None] | None) -> int:
@@ -65,14 +71,17 @@ def run_tdcd_party(args: argparse.Namespace, config: Any, progress: Callable[[in
     hubs = tuple(hub for hub, _ in silos)
     config = replace(config, progress=progress)
     j = next(i for i, (hub, clients) in enumerate(silos) if args.role in (hub, *clients))
+    classes = args.classes or ()
     if args.role in hubs:
         role, kwargs = hub_party, {"silo": j, "clients": silos[j][1], "hubs": hubs, "config": config}
     else:
-        rows = load_client_csv(args.csv, name=args.role, id_column=args.id_column, label=args.label)
+        rows = load_client_csv(args.csv, name=args.role, id_column=args.id_column, label=args.label,
+                               classes=classes or None)
         role, kwargs = client_party, {"hub": silos[j][0], "silo": j, "last": j == len(silos) - 1, "rows": rows,
                                       "clients": len(silos[j][1]), "config": config}
+    kwargs["n_classes"] = len(classes)
     parties = (*hubs, *(c for _, clients in silos for c in clients))
-    agree = {"silos": [[hub, list(clients)] for hub, clients in silos],
+    agree = {"silos": [[hub, list(clients)] for hub, clients in silos], "classes": list(classes),
              **{k: v for k, v in config.settings().items() if k != "device"}}
     result, meter, seconds = run_as(args, parties, role, kwargs, wait=config.stage_timeout, agree=agree)
     report = _report(args, result, meter, seconds, config, hub=args.role in hubs)
@@ -87,6 +96,8 @@ def _report(args: argparse.Namespace, party: dict[str, Any], meter: Any, seconds
         "role": "hub" if hub else "client", "party": args.role, "seconds": seconds, "bytes": sent + received,
         "bytes_sent": sent, "bytes_received": received, "metrics": {},
         "settings": {**config.settings(), "silos": [[h, list(c)] for h, c in args.silos_spec],
+                     "task": "classification" if args.classes else "regression",
+                     **({"classes": list(args.classes)} if args.classes else {}),
                      "backend": "torch (network)", "peer": args.peer,
                      "authenticated_links": args.identity is not None}}
     if hub:  # every hub computes the federation's objective and test loss
@@ -95,7 +106,7 @@ def _report(args: argparse.Namespace, party: dict[str, Any], meter: Any, seconds
         report["settings"]["hub_exchange"] = ("masked peer sum" if masks_exchange(config, len(args.silos_spec))
                                               else "clear")
 
-        report["metrics"] = test_metrics(party, "regression")
+        report["metrics"] = test_metrics(party, report["settings"]["task"])
         report["history"] = party["history"]
     else:
         report.update({"train_rows": party["train_rows"], "test_rows": party["test_rows"]})
@@ -105,9 +116,10 @@ def _report(args: argparse.Namespace, party: dict[str, Any], meter: Any, seconds
 def _line(args: argparse.Namespace, report: dict[str, Any]) -> str:
     tail = f"{report['seconds']:.2f} s | {report['bytes_sent']:,} bytes sent, {report['bytes_received']:,} received"
     if report["role"] == "hub":
-        history = report["history"]
-        return (f"tdcd hub {args.role!r} (seed {args.seed}): test RMSE {report['metrics']['rmse']:.4g} | training"
-                f" objective {history[0]['objective']:.4g} -> {history[-1]['objective']:.4g} | {tail}")
+        history, metrics = report["history"], report["metrics"]
+        test = f"test RMSE {metrics['rmse']:.4g}" if "rmse" in metrics else f"test accuracy {metrics['accuracy']:.4f}"
+        return (f"tdcd hub {args.role!r} (seed {args.seed}): {test} | training objective"
+                f" {history[0]['objective']:.4g} -> {history[-1]['objective']:.4g} | {tail}")
     return (f"tdcd client {args.role!r}: trained on {report['train_rows']} rows, {report['test_rows']} test rows"
             f" | {tail}")
 

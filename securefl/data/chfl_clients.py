@@ -53,7 +53,7 @@ def client_data(frame: pd.DataFrame, *, name: str, label: str, common: Sequence[
     ``unique_columns`` index the frame's feature columns (all but the label, empty ones
     included), the columns a :class:`CHFLPartition`'s ``common_columns`` index too.
     """
-    labels = _labels(frame[label], name=name, label=label, classes=classes, source=source)
+    labels = class_indices(frame[label], name=name, label=label, classes=classes, source=source)
     every = frame.drop(columns=[label])
     features = every.loc[:, every.notna().any(axis=0)]  # empty in all its rows: another client's
     for column in features.columns:
@@ -81,7 +81,7 @@ def client_data(frame: pd.DataFrame, *, name: str, label: str, common: Sequence[
     return ClientData(name=name, unique_columns=columns, train=train, val=val, test=test), unique
 
 
-def _labels(column: pd.Series, *, name: str, label: str, classes: Sequence[str], source: str) -> np.ndarray:
+def class_indices(column: pd.Series, *, name: str, label: str, classes: Sequence[str], source: str) -> np.ndarray:
     """The label values as class indices; a missing or unknown label is an InputError."""
     if column.isna().any():
         raise InputError(f"--label {label!r}: {int(column.isna().sum())} rows of client {name!r} have no label"
@@ -131,4 +131,4 @@ def load_csv_partition(path: str | Path, *, label: str, client_column: str, comm
                          clients=tuple(data for data, _ in built), settings=settings)
 
 
-__all__ = ["client_data", "load_client_csv", "load_csv_partition", "parse_classes", "parse_common"]
+__all__ = ["class_indices", "client_data", "load_client_csv", "load_csv_partition", "parse_classes", "parse_common"]

@@ -25,7 +25,8 @@ from securefl.data.tdcd_sets import ClientShard, SiloLayout, TieredSplit, make_s
 
 @dataclass(frozen=True)
 class ClientRows:
-    """One client's raw rows: sample IDs, its silo's feature columns, the regression target."""
+    """One client's raw rows: sample IDs, its silo's feature columns, the target (a float, or a
+    class index into the federation's ``--classes``)."""
 
     name: str
     ids: tuple[str, ...]
@@ -44,8 +45,11 @@ class ClientPositions:
     test_rows: np.ndarray
 
 
-def load_client_csv(path: str | Path, *, name: str, id_column: str, label: str) -> ClientRows:
-    """A TDCD client's own CSV: an ID column, numeric feature columns and a numeric target."""
+def load_client_csv(path: str | Path, *, name: str, id_column: str, label: str,
+                    classes: Sequence[str] | None = None) -> ClientRows:
+    """A TDCD client's own CSV: an ID column, numeric feature columns and a numeric target, or with
+    ``classes`` (the federation's class values, as text) a class label that must be one of them."""
+    from securefl.data.chfl_clients import class_indices
     from securefl.data.tables import read_labelled_csv
 
     path, frame = read_labelled_csv(path, label=label, also=("--id-column", id_column))
@@ -57,12 +61,13 @@ def load_client_csv(path: str | Path, *, name: str, id_column: str, label: str) 
     features = [c for c in frame.columns if c not in (id_column, label)]
     if not features:
         raise InputError(f"{path}: no feature columns besides {id_column!r} and {label!r}")
-    for column in (*features, label):
+    for column in (*features, *(() if classes else (label,))):
         values = frame[column]
         if not np.issubdtype(values.dtype, np.number) or not np.isfinite(values.to_numpy(float)).all():
             raise InputError(f"{path}: column {column!r} must be numeric without missing values")
-    return ClientRows(name, ids, frame[features].to_numpy(np.float64), frame[label].to_numpy(np.float64),
-                      tuple(map(str, features)))
+    y = (class_indices(frame[label], name=name, label=label, classes=classes, source=str(path)) if classes
+         else frame[label].to_numpy(np.float64))
+    return ClientRows(name, ids, frame[features].to_numpy(np.float64), y, tuple(map(str, features)))
 
 
 def id_digest(ids: Sequence[str]) -> str:
@@ -109,8 +114,10 @@ def client_shard(rows: ClientRows, silo: int, train_local: np.ndarray, test_loca
                       rows.y[test_local], bias=bias)
 
 
-def natural_split(silos: Sequence[tuple[str, Sequence[ClientRows]]], seed: int, *, name: str = "csv") -> TieredSplit:
-    """Every silo's natural clients in one process, as their hubs would set them up over the network."""
+def natural_split(silos: Sequence[tuple[str, Sequence[ClientRows]]], seed: int, *, name: str = "csv",
+                  n_classes: int = 0) -> TieredSplit:
+    """Every silo's natural clients in one process, as their hubs would set them up over the network;
+    ``n_classes`` > 0 for class labels (:func:`load_client_csv` with ``classes``), else regression."""
     digests = {id_digest([i for c in clients for i in c.ids]) for _, clients in silos}
     if len(digests) != 1:
         raise InputError("the silos hold different samples; align their IDs first (securefl psi)")
@@ -125,7 +132,8 @@ def natural_split(silos: Sequence[tuple[str, Sequence[ClientRows]]], seed: int, 
         width = clients[0].x.shape[1]
         columns.append((start, start + width))
         start += width
-    return TieredSplit(name, "regression", 0, n_train, n_test, tuple(columns), tuple(layouts), tuple(shards))
+    task = "classification" if n_classes else "regression"
+    return TieredSplit(name, task, n_classes, n_train, n_test, tuple(columns), tuple(layouts), tuple(shards))
 
 
 __all__ = ["ClientPositions", "ClientRows", "check_same_columns", "client_shard", "id_digest", "load_client_csv", "natural_split",
