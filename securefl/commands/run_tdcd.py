@@ -1,11 +1,13 @@
-"""``securefl run tdcd``: Tiered Decentralized Coordinate Descent on a registered dataset.
+"""``securefl run tdcd``: Tiered Decentralized Coordinate Descent on a registered dataset or a CSV.
 
-The dataset's columns are split into ``--silos`` contiguous blocks and each silo's rows
+The dataset's (or ``--csv``'s) columns are split into ``--silos`` contiguous blocks and each silo's rows
 dealt to ``--clients`` clients (per seed, 80% training and 20% test rows); every hub
 averages its clients through secure aggregation unless ``--no-secure-agg``. A run of
 ``--rounds`` communication rounds takes ``--local-steps`` (Q) SGD steps of
 ``--batch-size`` rows per client between them. Regression datasets train a ridge model
-(``--l2``), MNIST the paper's CNN per silo. With ``--role`` each hub and client runs on
+(``--l2``), MNIST the paper's CNN per silo. ``--csv FILE --id-column COL --label COL``
+runs on a table of your own: ridge regression on a numeric label, or with ``--classes
+A,B,...`` a linear softmax block per silo. With ``--role`` each hub and client runs on
 its own (:mod:`securefl.commands.run_network_tdcd`).
 """
 
@@ -13,7 +15,8 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from protocols.errors import InputError
 
@@ -42,8 +45,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError(f"--eval-every must be >= 0, got {args.eval_every}")
     if args.clients < 1:
         raise InputError(f"--clients must be at least 1, got {args.clients}")
-    if args.csv is not None and args.role is None:
-        raise InputError("tdcd takes --csv as one client's own rows, with --role; in one process give --dataset")
+    if args.csv is not None and args.dataset:
+        raise InputError("tdcd takes --dataset or --csv, not both")
+    if args.classes is not None and args.role is None:
+        from securefl.data.chfl_clients import parse_classes
+
+        args.classes = parse_classes(args.classes)
 
 
 def main(args: argparse.Namespace, progress: Callable[[argparse.Namespace, str], Any]) -> int:
@@ -70,10 +77,24 @@ def run_tdcd_command(args: argparse.Namespace, progress: Callable[[int, int], No
     from securefl.data.tdcd_entries import TDCD_DEFAULT
     from securefl.data.tdcd_sets import tiered_split
 
-    name = args.dataset or TDCD_DEFAULT
-    table = replace(load_registered(name, kind="tdcd", data_dir=args.data_dir), name=name)
+    if args.csv is not None:
+        table = csv_table(args.csv, id_column=args.id_column, label=args.label, classes=args.classes)
+    else:
+        name = args.dataset or TDCD_DEFAULT
+        table = replace(load_registered(name, kind="tdcd", data_dir=args.data_dir), name=name)
     split = tiered_split(table, silos=args.silos, clients=args.clients, seed=args.seed)
     return run_tdcd(split, tdcd_config(args, progress=progress), backend=args.backend)
+
+
+def csv_table(path: Path, *, id_column: str, label: str, classes: Sequence[str] | None) -> Any:
+    """A user's whole table (the rows every client file would hold, joined) as a TieredTable: its
+    numeric columns but ``id_column`` are the features; ``label`` a number, or one of ``classes``."""
+    from securefl.data.tdcd_clients import load_client_csv
+    from securefl.data.tdcd_sets import TieredTable
+
+    rows = load_client_csv(path, name="csv", id_column=id_column, label=label, classes=classes)
+    task = "classification" if classes else "regression"
+    return TieredTable(Path(path).stem, task, rows.x, rows.y, n_classes=len(classes or ()))
 
 
 def tdcd_config(args: argparse.Namespace, *, progress: Callable[[int, int], None] | None) -> Any:
@@ -95,4 +116,4 @@ def summary_line(result: dict[str, Any]) -> str:
             f" | {result['bytes']:,} bytes ({result['bytes_by_purpose']['evaluation']:,} for evaluation)")
 
 
-__all__ = ["EXAMPLE", "add_arguments", "check_args", "main", "run_tdcd_command", "summary_line", "tdcd_config"]
+__all__ = ["EXAMPLE", "add_arguments", "check_args", "csv_table", "main", "run_tdcd_command", "summary_line", "tdcd_config"]

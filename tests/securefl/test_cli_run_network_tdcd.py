@@ -71,10 +71,10 @@ def test_the_networked_setup_regresses_as_the_one_process_run(tmp_path):
     (["--role", "branch", "--parties", SILOS, "--peer", "127.0.0.1:1"], "client 'branch' needs its own rows"),
     (["--role", "branch", "--parties", SILOS, "--peer", "127.0.0.1:1", "--csv", "a.csv", "--silos", "3"],
      "--silos applies to tdcd without --role"),
-    (["--csv", "a.csv"], "tdcd takes --csv as one client's own rows, with --role"),
+    (["--csv", "a.csv", "--dataset", "tdcd_pol"], "tdcd takes --dataset or --csv, not both"),
     (["--role", "bank", "--parties", SILOS, "--peer", "127.0.0.1:1", "--classes", "yes"],
      "--classes must list two or more distinct class values"),
-    (["--classes", "no,yes"], "--classes applies to chfl, common, simple and tdcd with --role"),
+    (["--classes", "no,yes"], "--classes applies to chfl, common and simple with --role, and tdcd with --csv"),
 ])
 def test_bad_network_arguments_are_one_line_errors(capsys, argv, message):
     assert main(["run", "tdcd", *argv, "--no-progress"]) == 2

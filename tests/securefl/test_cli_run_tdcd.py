@@ -2,6 +2,8 @@
 
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from securefl.cli import main
@@ -36,8 +38,36 @@ def test_secure_and_plain_aggregation_give_the_same_objective(tmp_path):
     assert plain["settings"]["aggregation"] == "plain" and secure["bytes"] > plain["bytes"]
 
 
+def _table(folder, *, classify=False):
+    """120 samples: an ID, four numeric features, and a numeric target or its sign as a class."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(120, 4))
+    y = x @ np.array([1.5, -2.0, 0.5, 1.0]) + 0.1 * rng.normal(size=120)
+    frame = pd.DataFrame({"id": [f"s{i}" for i in range(120)], **{f"f{j}": x[:, j] for j in range(4)},
+                          "y": np.where(y > 0, "up", "down") if classify else y})
+    frame.to_csv(folder / "table.csv", index=False)
+    return folder / "table.csv"
+
+
+def test_a_csv_of_ones_own_regresses_and_classifies(tmp_path):
+    # Arrange
+    argv = ["--silos", "2", "--clients", "2", "--rounds", "20", "--lr", "0.1", "--batch-size", "10"]
+    regression = _table(tmp_path)
+    (tmp_path / "c").mkdir()
+    classes = _table(tmp_path / "c", classify=True)
+    # Act
+    _, ridge = _run([*argv, "--csv", str(regression)], tmp_path / "r.json")
+    _, softmax = _run([*argv, "--csv", str(classes), "--classes", "up,down"], tmp_path / "c.json")
+    # Assert: the ID is no feature (two silos of two columns each) and both learn
+    assert ridge["dataset"] == "table" and ridge["settings"]["columns"] == [[0, 2], [2, 4]]
+    assert ridge["metrics"]["rmse"] < 0.5 * np.std(pd.read_csv(regression)["y"])
+    assert softmax["settings"]["task"] == "classification" and softmax["metrics"]["accuracy"] > 0.8
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--dataset", "breast"], "method 'tdcd' needs a TDCD dataset"),
+    (["--csv", "missing.csv"], "--csv file missing.csv not found"),
+    (["--csv", "t.csv", "--classes", "one"], "--classes must list two or more distinct class values"),
     (["--epochs", "3"], "--epochs applies to every method but tdcd"),
     (["--silos", "0"], "--silos must be at least 1"),
     (["--l2", "-1"], "--l2 must be >= 0"),
