@@ -29,18 +29,41 @@ from securefl.data.gl_sets import ClientData, ClientTable, GLDataset, encode_cli
 METHODS = ("gl", "fedavg", "local", "centralized")
 
 
+def pad_client(data: ClientData, union: Sequence[str]) -> ClientData:
+    """``data`` with its features in ``union``'s order, zeros in the columns it lacks."""
+    def pad(x: np.ndarray) -> np.ndarray:
+        return pd.DataFrame(x, columns=list(data.features)).reindex(columns=list(union), fill_value=0.0) \
+            .to_numpy(np.float32)
+
+    return replace(data, x_train=pad(data.x_train), x_test=pad(data.x_test), features=tuple(union))
+
+
 def padded_clients(tables: Sequence[ClientTable]) -> tuple[tuple[ClientData, ...], int]:
     """Clients encoded for FedAvg: global label encoder, features zero-padded to the union; and the class count."""
     classes = sorted({v for t in tables for v in t.train[t.label].dropna().unique().tolist()})
     encoded = [encode_client(t, classes=classes) for t in tables]
     union = list(dict.fromkeys(f for c in encoded for f in c.features))
+    return tuple(pad_client(c, union) for c in encoded), len(classes)
 
-    def pad(c: ClientData, x: np.ndarray) -> np.ndarray:
-        frame = pd.DataFrame(x, columns=list(c.features)).reindex(columns=union, fill_value=0.0)
-        return frame.to_numpy(np.float32)
 
-    return tuple(replace(c, x_train=pad(c, c.x_train), x_test=pad(c, c.x_test), features=tuple(union))
-                 for c in encoded), len(classes)
+def schema_client(table: ClientTable, *, columns: Sequence[str], classes: Sequence[str]) -> ClientData:
+    """One client encoded for FedAvg alone, against the federation's schema (``--columns``, ``--classes``):
+    what :func:`padded_clients` does for every client at once, with labels compared as text."""
+    label = table.label
+    extra = [c for c in table.train.columns if c != label and c not in columns]
+    if extra:
+        raise InputError(f"client {table.name!r}: column {extra[0]!r} is not among the federation's --columns"
+                         f" {','.join(columns)}")
+
+    def as_text(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(**{label: frame[label].map(lambda v: v if pd.isna(v) else str(v))})
+
+    train, test = as_text(table.train), as_text(table.test)
+    unknown = sorted(set(train[label].dropna()) - set(classes))
+    if unknown:
+        raise InputError(f"--label {label!r}: client {table.name!r} has class {unknown[0]!r}, which is not among"
+                         f" the federation's classes {','.join(classes)}")
+    return pad_client(encode_client(replace(table, train=train, test=test), classes=classes), columns)
 
 
 def run_local(clients: Sequence[ClientData], config: GLConfig, *, dataset: str = "gl",
@@ -107,5 +130,5 @@ def run_gl_method(method: str, dataset: GLDataset, config: GLConfig, *, secure_a
     return run_gl(clients, config, dataset=dataset.name, backend=backend)
 
 
-__all__ = ["METHODS", "padded_clients", "pooled_table", "run_centralized", "run_fedavg", "run_gl_method",
-           "run_local"]
+__all__ = ["METHODS", "pad_client", "padded_clients", "pooled_table", "run_centralized", "run_fedavg", "run_gl_method",
+           "run_local", "schema_client"]

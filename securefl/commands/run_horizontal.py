@@ -40,8 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="CHFL: 'common=a,b;unique=c,d|e,f' (one |-separated group of unique columns per client);"
                         " with --client-column or --role, 'common=a,b' (each client's other columns are unique)")
     g.add_argument("--classes", metavar="LIST",
-                   help="CHFL and TDCD with --role: every class value of the federation, comma-separated, on"
-                        " every party (TDCD: classification instead of regression)")
+                   help="CHFL and FedAvg with --role, TDCD with --csv: every class value of the federation,"
+                        " comma-separated, on every party (TDCD: classification instead of regression)")
+    g.add_argument("--columns", metavar="LIST",
+                   help="FedAvg with --role: the union of the clients' feature columns, in order, on every party"
+                        " (each client pads the ones it lacks with zeros)")
     g.add_argument("--clients", type=int, default=5, help="CHFL: clients of a random feature split (default 5)")
     g.add_argument("--common-ratio", type=float, default=0.3, help="CHFL: share of common features (default 0.3)")
     g.add_argument("--feature-seed", type=int, default=None, help="CHFL: the random feature split (default: --seed)")

@@ -27,8 +27,8 @@ from securefl.commands import keygen
 from securefl.results import write_json_atomically
 from securefl.runtime import validation as check
 
-NETWORK_METHODS = ("stfl", "he-vfl", "gl", "chfl", "common", "simple", "tdcd")
-HORIZONTAL = ("gl", "chfl", "common", "simple")
+NETWORK_METHODS = ("stfl", "he-vfl", "gl", "fedavg", "chfl", "common", "simple", "tdcd")
+HORIZONTAL = ("gl", "fedavg", "chfl", "common", "simple")
 DEFAULT_PARTIES = ("active", "passive")
 WAIT = 3600.0
 """Seconds a party waits for one message when its method sets no limit (HE-VFL's passive party
@@ -39,6 +39,7 @@ EXAMPLE = ("securefl run stfl --party-csv hospital.csv --label y --role active -
            "      securefl run gl --role clinic_a --parties clinic_a,clinic_b --csv a.csv --label y"
            " --peer SERVER_HOST:29500\n"
            "  CHFL: as GL, with --features 'common=age,bmi' --classes no,yes on every party\n"
+           "  FedAvg: as GL, with --columns age,bmi,sex --classes no,yes on every party\n"
            "  TDCD: securefl run tdcd --role bank --parties 'bank=b1,b2;shop=s1' --peer 0.0.0.0:29500\n"
            "        securefl run tdcd --role b1 --parties 'bank=b1,b2;shop=s1' --csv b1.csv --id-column id"
            " --label y --peer BANK_HOST:29500")

@@ -1,4 +1,4 @@
-"""``securefl run gl|chfl|common|simple --role server|CLIENT``: the averaging server and each client on its own machine.
+"""``securefl run gl|fedavg|chfl|common|simple --role server|CLIENT``: the server and each client on its own.
 
 ``--parties`` names the clients; the server is the party ``server`` (it listens at
 ``--peer``). A client gives only its own CSV (``--csv FILE --label COL``, every row its
@@ -9,7 +9,10 @@ secure aggregation unless ``--no-secure-agg``: the server holds no model and see
 masked sums only. So each client gets the result that the one-file run (``securefl run
 METHOD --csv ALL.csv --client-column COL``) gives it, with the same seed and settings.
 
-GL federates its global layers. CHFL (and its baselines Common and the simple method)
+GL federates its global layers. FedAvg federates the whole model, so every party is
+given the federation's schema, ``--columns`` (the union of the clients' feature
+columns, in order; a client pads the ones it lacks with zeros) and ``--classes``, as
+the one-file run derives them from all clients' rows. CHFL (and its baselines Common and the simple method)
 federate the common column, so every party, the server too, is started with the
 federation's schema: ``--features 'common=COL,...'`` and ``--classes A,B,...``; the
 parties compare it, with the other settings they must share, when they meet.
@@ -49,8 +52,22 @@ def check_horizontal_args(args: argparse.Namespace) -> None:
         raise InputError(f"the {SERVER!r} holds no data: drop --csv")
     if args.role != SERVER and args.csv is None:
         raise InputError(f"client {args.role!r} needs its own data: --csv FILE --label COL")
-    if args.method != "gl":
+    if args.method == "fedavg":
+        _check_fedavg_args(args)
+    elif args.method != "gl":
         _check_chfl_args(args)
+
+
+def _check_fedavg_args(args: argparse.Namespace) -> None:
+    from securefl.data.chfl_clients import parse_classes
+
+    if not args.columns or not args.classes:
+        raise InputError("fedavg with --role needs the federation's schema on every party, the server too:"
+                         " --columns COL,... (every client's feature columns, in order) --classes A,B,...")
+    columns = tuple(c.strip() for c in args.columns.split(","))
+    if not all(columns) or len(set(columns)) != len(columns):
+        raise InputError(f"--columns must list distinct, non-empty column names, got {args.columns!r}")
+    args.columns, args.classes = columns, parse_classes(args.classes)
 
 
 def _check_chfl_args(args: argparse.Namespace) -> None:
@@ -68,12 +85,14 @@ def _check_chfl_args(args: argparse.Namespace) -> None:
 def run_horizontal_party(args: argparse.Namespace, progress: Progress) -> int:
     """Run the server or this one client, print its line, write its ``--json``; exit status 0."""
     parse_address_early(args)
-    if args.method == "gl":
+    if args.method in ("gl", "fedavg"):
         config = replace(gl_config(args, "csv"), secure=args.secure_agg)
         if config.rounds() == 0:
-            raise InputError("gl with one epoch and --final local averages nothing, so there is nothing to run"
-                             " over the network; give --epochs 2 or more, or --final average")
+            raise InputError(f"{args.method} with one epoch and --final local averages nothing, so there is nothing"
+                             " to run over the network; give --epochs 2 or more, or --final average")
         agree, rounds, wait = _gl_agreed(config), config.rounds(), config.stage_timeout
+        if args.method == "fedavg":
+            agree = {**agree, "columns": list(args.columns), "classes": list(args.classes)}
     else:
         from securefl.algorithms.chfl import METHOD_HEADS, secagg_config
 
@@ -82,9 +101,9 @@ def run_horizontal_party(args: argparse.Namespace, progress: Progress) -> int:
     parties = (SERVER, *args.parties)
     run = {"parties": parties, "agree": agree, "wait": wait}
     if args.role == SERVER:
-        secagg = config.secagg() if args.method == "gl" else secagg_config(config, secure=args.secure_agg)
+        secagg = config.secagg() if args.method in ("gl", "fedavg") else secagg_config(config, secure=args.secure_agg)
         return _serve(args, config, rounds, secagg, run)
-    client = _gl_client if args.method == "gl" else _chfl_client
+    client = _gl_client if args.method in ("gl", "fedavg") else _chfl_client
     return client(args, replace(config, progress=progress), run)
 
 
@@ -105,12 +124,19 @@ def _serve(args: argparse.Namespace, config: Any, rounds: int, secagg: Any, run:
 
 
 def _gl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> int:
+    """A GL client (its global layers federated) or a FedAvg client (its whole model, on the schema)."""
+    from baselines.gl_baselines import schema_client
     from securefl.algorithms.gl import check_client, gl_client
     from securefl.data.gl_sets import encode_client, load_client_csv, split_client
 
-    data = encode_client(split_client(load_client_csv(args.csv, label=args.label, name=args.role), args.seed))
+    table = split_client(load_client_csv(args.csv, label=args.label, name=args.role), args.seed)
+    if args.method == "fedavg":
+        data = schema_client(table, columns=args.columns, classes=args.classes)
+        kwargs = {"data": data, "scope": "all", "n_classes": len(args.classes), "config": config}
+    else:
+        data = encode_client(table)
+        kwargs = {"data": data, "scope": "global", "config": config}
     check_client(data, config)
-    kwargs = {"data": data, "scope": "global", "config": config}
     result, meter, seconds = run_as(args, run["parties"], gl_client, kwargs, wait=run["wait"], agree=run["agree"])
     report = {**_common(args, config, meter, seconds), "role": "client",
               "metrics": {**result["metrics"], "per_class": result["per_class"]},
@@ -118,7 +144,8 @@ def _gl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> in
               "parameters": result["parameters"], "federated_parameters": result["federated"]}
     m = report["metrics"]
     auroc = f" | AUROC {m['auroc']:.4f}" if m.get("auroc") is not None else ""
-    return finish(args, report, f"gl client {args.role!r} (seed {args.seed}): accuracy {m['accuracy']:.4f}{auroc}"
+    return finish(args, report, f"{args.method} client {args.role!r} (seed {args.seed}): accuracy"
+                                f" {m['accuracy']:.4f}{auroc}"
                                 f" on {report['test_rows']} test rows | {_tail(report)}")
 
 
@@ -159,6 +186,8 @@ def _common(args: argparse.Namespace, config: Any, meter: Any, seconds: float) -
     """The result fields every party reports; ``bytes`` is what it sent plus what it received."""
     sent, received = meter.bytes_sent, meter.bytes_received
     shared = ({"federated": "global layers (MLP layers 2-4)"} if args.method == "gl" else
+              {"federated": "whole model", "columns": list(args.columns), "classes": list(args.classes)}
+              if args.method == "fedavg" else
               {"federated": "the common column", "common_features": list(args.features),
                "classes": list(args.classes)})
     return {"method": args.method, "dataset": "csv", "seed": args.seed, "device": str(config.device),

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from protocols.errors import InputError
 from protocols.transport.torchdist import free_port
 from securefl.cli import main
 
@@ -194,8 +195,8 @@ def test_bad_network_arguments_are_one_line_errors(tmp_path, capsys, argv, messa
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["centralized", "--party-csv", "x.csv"], "--role runs one party of stfl, he-vfl, gl, chfl, common, simple, tdcd;"
-                                              " 'centralized' runs only"),
+    (["centralized", "--party-csv", "x.csv"], "--role runs one party of stfl, he-vfl, gl, fedavg, chfl, common,"
+                                              " simple, tdcd; 'centralized' runs only"),
     (["he-vfl", "--party-csv", "x.csv", "--parties", "a,b,c", "--role", "a"], "he-vfl has exactly one passive"),
 ])
 def test_role_is_for_the_protocol_methods_with_their_party_counts(capsys, argv, message):
@@ -220,16 +221,20 @@ def _site_files(folder):
 
 
 @pytest.mark.multiprocess
-def test_gl_server_and_clients_on_their_own_give_each_client_the_simulations_result(tmp_path):
+@pytest.mark.parametrize("method, schema", [
+    ("gl", []),
+    ("fedavg", ["--columns", "f1,f2,f3", "--classes", "no,yes"]),  # the whole model: every party gets the schema
+])
+def test_gl_server_and_clients_on_their_own_give_each_client_the_simulations_result(tmp_path, method, schema):
     # Arrange
     every = _site_files(tmp_path)
     settings = ["--epochs", "3", "--batches", "2", "--seed", "2", "--no-progress"]
     local = tmp_path / "local.json"
-    assert main(["run", "gl", "--csv", str(every), "--label", "y", "--client-column", "site", *settings,
+    assert main(["run", method, "--csv", str(every), "--label", "y", "--client-column", "site", *settings,
                  "--json", str(local)]) == 0
     # Act: the server, then each client with only its own rows
     port = free_port()
-    net = [sys.executable, "-m", "securefl", "run", "gl", *settings, "--parties", "north,south",
+    net = [sys.executable, "-m", "securefl", "run", method, *settings, *schema, "--parties", "north,south",
            "--peer", f"127.0.0.1:{port}", "--timeout", "120"]
     procs = [subprocess.Popen([*net, "--role", role, *extra, "--json", str(tmp_path / f"{role}.json")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -245,7 +250,7 @@ def test_gl_server_and_clients_on_their_own_give_each_client_the_simulations_res
         assert mine == {k: v for k, v in want["metrics"]["clients"][client].items() if k in mine}
     assert got["server"]["metrics"] == {} and got["server"]["rounds"] == 2
     assert sum(r["bytes_sent"] for r in got.values()) == want["bytes"]
-    assert "masked sums only" in outs[0][0] and "gl client 'north'" in outs[1][0]
+    assert "masked sums only" in outs[0][0] and f"{method} client 'north'" in outs[1][0]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -258,11 +263,36 @@ def test_gl_server_and_clients_on_their_own_give_each_client_the_simulations_res
     (["--role", "a", "--parties", "a,b", "--csv", "x.csv", "--client-column", "s"], "--client-column splits"),
     (["--role", "server", "--parties", "a,b", "--epochs", "1"], "averages nothing"),
     (["--role", "a", "--parties", "a,b", "--csv", "missing.csv"], "--csv file missing.csv not found"),
+    (["--role", "server", "--parties", "a,b", "--columns", "x"], "--columns applies to fedavg with --role"),
 ])
 def test_bad_gl_network_arguments_are_one_line_errors(capsys, argv, message):
     code = main(["run", "gl", "--peer", "127.0.0.1:1", "--no-progress", *argv])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--role", "server", "--parties", "a,b"], "fedavg with --role needs the federation's schema"),
+    (["--role", "server", "--parties", "a,b", "--columns", "x,x", "--classes", "n,y"], "--columns must list distinct"),
+    (["--role", "server", "--parties", "a,b", "--columns", "x", "--classes", "n"], "--classes must list two or more"),
+])
+def test_bad_fedavg_network_arguments_are_one_line_errors(capsys, argv, message):
+    code = main(["run", "fedavg", "--peer", "127.0.0.1:1", "--no-progress", *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_a_fedavg_client_off_the_schema_stops_in_one_line(tmp_path):
+    from baselines.gl_baselines import schema_client
+    from securefl.data.gl_sets import load_client_csv, split_client
+
+    _site_files(tmp_path)
+    table = split_client(load_client_csv(tmp_path / "north.csv", label="y", name="north"), 0)
+
+    with pytest.raises(InputError, match="column 'f3' is not among the federation's --columns f1,f2"):
+        schema_client(table, columns=("f1", "f2"), classes=("no", "yes"))
+    with pytest.raises(InputError, match="client 'north' has class 'yes', which is not among"):
+        schema_client(table, columns=("f1", "f2", "f3"), classes=("maybe", "no"))
 
 
 def test_the_server_name_is_the_algorithms():
