@@ -61,6 +61,7 @@ class Config:
     data_dir: Path | None
     merge: bool = False
     render_only: bool = False
+    gpu_json: Path | None = None
 
 
 def parse_args(argv: Sequence[str] | None) -> Config:
@@ -85,6 +86,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                    help="add these datasets to the existing --json file instead of replacing it")
     p.add_argument("--render-only", action="store_true",
                    help="rewrite the Markdown from an existing --json file without running anything")
+    p.add_argument("--gpu-json", type=Path, default=None,
+                   help="a --device cuda result of this benchmark: Table III shows its seconds and GPU memory beside")
     a = p.parse_args(argv)
     a.json = a.json or RESULTS_DIR / ("stfl.quick.json" if a.quick else "stfl.json")
     datasets = ("breast",) if a.quick else dataset_names(p, a.datasets, DATASETS)
@@ -101,7 +104,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                   ckks_max_steps=a.ckks_max_steps, paillier_max_steps=a.paillier_max_steps,
                   he_timed_steps=a.he_timed_steps, json_path=a.json,
                   markdown_path=a.markdown, data_dir=a.data_dir,
-                  merge=a.merge, render_only=a.render_only)
+                  merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json)
 
 
 def _methods(cfg: Config) -> list[tuple[str, bool, Callable[..., dict]]]:
@@ -213,13 +216,17 @@ def seal_rotation_ms(count: int = 200) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
+    if cfg.gpu_json is not None:  # checked before any run, not after
+        gpu = read_result(cfg.gpu_json, "--gpu-json", "stfl", {"datasets": list})
+        if not str((gpu.get("device") or {}).get("device", "")).startswith("cuda"):
+            raise SystemExit(f"--gpu-json: {cfg.gpu_json} is not a --device cuda run")
     if cfg.render_only:
         render(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list}), cfg)
         return 0
     old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
     datasets = load_datasets(cfg)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path", "data_dir", "merge", "render_only")}
+                if k not in ("json_path", "markdown_path", "data_dir", "merge", "render_only", "gpu_json")}
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=["benchmarks.stfl", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = "stfl"
@@ -239,7 +246,9 @@ def render(report: dict[str, Any], cfg: Config) -> None:
     """Write the Markdown tables of ``report``."""
     from benchmarks.stfl_report import to_markdown
 
-    write_text(cfg.markdown_path, to_markdown(report, markdown_header("STFL: Table I and Table III", report)))
+    beside = read_result(cfg.gpu_json, "--gpu-json", "stfl", {"datasets": list}) if cfg.gpu_json else None
+    write_text(cfg.markdown_path, to_markdown(report, markdown_header("STFL: Table I and Table III", report),
+                                              beside, str(cfg.gpu_json or "")))
     print(f"wrote {cfg.markdown_path}")
 
 

@@ -41,10 +41,14 @@ def _n(d: dict[str, Any]) -> int:
     return max(s["n"] for s in d["summary"].values())
 
 
-def table_three(report: dict[str, Any]) -> str:
+def table_three(report: dict[str, Any], beside: dict[str, Any] | None = None) -> str:
+    """Time and bytes of HE-VFL and STFL; ``beside`` (a ``--device cuda`` run) adds its seconds and
+    peak GPU memory as columns, "—" where it did not run that dataset or method."""
     gpu = any("gpu_peak_mib" in s for d in report["datasets"] for s in d["summary"].values())
     headers = ["dataset", "method", "seconds (mean)", "phases (s)", "bytes per party", "paper s", "mode"]
     headers += ["GPU peak MiB"] if gpu else []
+    other = {d["dataset"]: d["summary"] for d in beside["datasets"]} if beside else None
+    headers += ["GPU s (n)", "GPU peak MiB"] if other is not None else []
     rows = []
     for d in report["datasets"]:
         col = DATASETS.index(d["dataset"])
@@ -59,8 +63,31 @@ def table_three(report: dict[str, Any]) -> str:
                          ", ".join(f"{k} {v:.1f}" for k, v in phases.items()),
                          ", ".join(f"{k} {v:,}" for k, v in first.get("bytes_per_party", {}).items()),
                          f"{paper:,.0f}", ", ".join(d["summary"][row]["modes"])]
-                        + ([d["summary"][row].get("gpu_peak_mib", "")] if gpu else []))
+                        + ([d["summary"][row].get("gpu_peak_mib", "")] if gpu else [])
+                        + (_beside(other.get(d["dataset"], {}).get(row)) if other is not None else []))
     return markdown_table(headers, rows)
+
+
+def _beside(summary: dict[str, Any] | None) -> list[str]:
+    if summary is None:
+        return ["—", "—"]
+    mark = "" if summary["modes"] == ["measured"] else " †"
+    return [f"{summary['seconds_mean']:.1f}{mark} ({summary['n']})", str(summary.get("gpu_peak_mib", "—"))]
+
+
+def beside_lines(beside: dict[str, Any] | None, path: str) -> str:
+    """Where Table III's GPU columns come from."""
+    if not beside:
+        return ""
+    device = beside.get("device") or {}
+    runs = sorted({(d["run"]["date"], d["run"]["commit"]) for d in beside["datasets"] if "run" in d}
+                  or {(beside["date"], beside["commit"])})
+    probes = ", ".join(f"{PAPER_NAMES[d['dataset']]} {d['run']['seal_rotation_ms']:.2f} ms" for d in beside["datasets"]
+                       if d.get("run", {}).get("seal_rotation_ms") is not None)
+    return (f"GPU columns: `{path}`, on an {device.get('gpu', 'unnamed GPU')} (host CPU: {device.get('cpu', '?')},"
+            f" {device.get('cores', '?')} cores), runs of {', '.join(f'{d} (commit `{c[:12]}`)' for d, c in runs)};"
+            " (n) is its seeds, † its time extrapolated as above. HE-VFL's encryption runs on that host's CPU,"
+            f" not the GPU{f' (one SEAL rotation there: {probes})' if probes else ''}.\n")
 
 
 SPEED_TARGETS = {"he-vfl ckks": ("breast", "at least 50x faster than FATE's", 50.0),
@@ -117,7 +144,8 @@ def _host(run: dict[str, Any]) -> str:
     return f", on {device['cpu']}" + (f" (load {load} at the start)" if load is not None else "")
 
 
-def to_markdown(report: dict[str, Any], header: str) -> str:
+def to_markdown(report: dict[str, Any], header: str, beside: dict[str, Any] | None = None,
+                beside_path: str = "") -> str:
     return "\n".join([
         header,
         provenance(report),
@@ -138,9 +166,10 @@ def to_markdown(report: dict[str, Any], header: str) -> str:
         "",
         "## Table III: training wall time and bytes",
         "",
-        table_three(report),
+        table_three(report, beside),
         "Paper: FATE (HE hetero NN) and STFL on the FATE framework, CPU, 100 epochs, batch 128.",
         "",
+        beside_lines(beside, beside_path),
         speed_lines(report),
         probe_lines(report),
     ])

@@ -110,6 +110,36 @@ def test_render_only_rewrites_the_markdown_from_the_stored_runs_alone(tmp_path, 
     assert json.loads(stored.read_text()) == report
 
 
+def _stored(report, device):
+    return {**report, "date": "d", "commit": "c", "quick": False, "settings": {}, "command": "cmd",
+            "device": {"device": device, "cpu": "Xeon", "cores": 16, **({"gpu": "H200"} if device == "cuda" else {})}}
+
+
+def test_a_gpu_run_beside_adds_its_seconds_and_memory_to_table_three(tmp_path, monkeypatch):
+    # Arrange: a CPU report with STFL and HE-VFL, a GPU report with STFL alone
+    monkeypatch.delenv("SECUREFL_DATA", raising=False)
+    cpu, gpu = tmp_path / "stfl.json", tmp_path / "stfl_cuda.json"
+    cpu.write_text(json.dumps(_stored(_report(0.93), "cpu")))
+    runs = {"stfl": [{**_result(0.95, seconds=3.0), "gpu_peak_mib": 128.0}] * 3}
+    gpu.write_text(json.dumps(_stored({"datasets": [{"dataset": "breast", "runs": runs,
+                                                      "summary": summarize(runs)}]}, "cuda")))
+    # Act
+    code = stfl.main(["--render-only", "--json", str(cpu), "--gpu-json", str(gpu)])
+    # Assert: STFL's row has the GPU's mean seconds, seeds and memory; HE-VFL's, a dash
+    text = (tmp_path / "stfl.md").read_text()
+    rows = {line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| cancer")}
+    assert code == 0 and "GPU s (n)" in text and "on an H200 (host CPU: Xeon, 16 cores)" in text
+    assert rows["stfl"].endswith("| 3.0 (3) | 128.0 |") and rows["he-vfl ckks"].endswith("| — | — |")
+
+
+def test_a_cpu_run_is_refused_as_the_gpu_columns(tmp_path):
+    cpu = tmp_path / "stfl.json"
+    cpu.write_text(json.dumps(_stored(_report(0.93), "cpu")))
+
+    with pytest.raises(SystemExit, match="is not a --device cuda run"):
+        stfl.main(["--render-only", "--json", str(cpu), "--gpu-json", str(cpu)])
+
+
 def test_render_only_without_a_stored_file_is_a_one_line_error(tmp_path):
     with pytest.raises(SystemExit, match="does not exist"):
         stfl.main(["--render-only", "--json", str(tmp_path / "none.json")])
