@@ -36,8 +36,8 @@ SCOPE: dict[str, tuple[str, Applies]] = {
                    "--batches)", lambda a, kind: kind in ("vertical", "chfl", "tdcd")),
     "client_column": ("--csv with the GL family, or with chfl, common and simple",
                       lambda a, kind: kind in ("gl", "chfl") and a.csv is not None),
-    "classes": ("chfl, common, simple and fedavg with --role, and tdcd with --csv",
-                lambda a, kind: ((kind == "chfl" or a.method == "fedavg") and a.role is not None)
+    "classes": ("chfl, common, simple and fedavg with --role, and tdcd with --role or --csv",
+                lambda a, kind: ((kind in ("chfl", "tdcd") or a.method == "fedavg") and a.role is not None)
                 or (kind == "tdcd" and a.csv is not None)),
     "columns": ("fedavg with --role", lambda a, kind: a.method == "fedavg" and a.role is not None),
     "features": ("the CHFL family", lambda a, kind: kind == "chfl"),

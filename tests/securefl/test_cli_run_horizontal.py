@@ -184,7 +184,7 @@ def test_one_epoch_gl_run_says_that_nothing_was_federated(tmp_path, capsys):
     (["gl", "--lrs", "0.001"], "--lrs applies to the CHFL family (chfl, common, simple, local) on CHFL data"),
     (["stfl", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
     (["local", "--dataset", "gl_heart", "--lrs", "0.001"], "--lrs applies to the CHFL family"),
-    (["chfl", "--classes", "a,b"], "--classes applies to chfl, common, simple and fedavg with --role, and tdcd with --csv"),
+    (["chfl", "--classes", "a,b"], "--classes applies to chfl, common, simple and fedavg with --role, and tdcd with --role or --csv"),
     (["chfl", "--csv", "t.csv", "--client-column", "site"], "needs the common columns: --features 'common=COL,COL'"),
     (["simple", "--csv", "t.csv", "--client-column", "site", "--features", "common=a;unique=b|c"],
      "with --client-column each client's unique features are its own other columns"),
