@@ -23,11 +23,11 @@ def member(transport, *, members, vectors, tags=(TAG,)):
     return [group.total(v, tag=t) for v, t in zip(vectors, tags)]
 
 
-def run_group(vectors: dict[str, list[np.ndarray]], *, tags=(TAG,), record=False):
+def run_group(vectors: dict[str, list[np.ndarray]], *, tags=(TAG,), record=False, backend="inprocess"):
     names = list(vectors)
     return run_parties({n: member for n in names},
                        kwargs={n: {"members": names, "vectors": vectors[n], "tags": tags} for n in names},
-                       record=record, timeout=30)
+                       record=record, timeout=60, backend=backend)
 
 
 def inputs(n: int, shape: tuple[int, ...], seed: int = 0) -> dict[str, np.ndarray]:
@@ -106,6 +106,17 @@ def test_each_exchange_uses_fresh_masks():
     assert np.count_nonzero(first == second) == 0
     for name in vectors:
         np.testing.assert_allclose(run.results[name][0], run.results[name][1], atol=0)
+
+
+@pytest.mark.multiprocess
+def test_members_in_their_own_processes_get_the_in_process_sum():
+    # Arrange: three members over torch.distributed, as TDCD's hubs on three machines
+    vectors = inputs(3, (50, 2))
+    # Act
+    run = run_group({k: [v] for k, v in vectors.items()}, backend="torch")
+    # Assert
+    for name in vectors:
+        np.testing.assert_allclose(run.results[name][0], sum(vectors.values()), atol=3 * fixedpoint.resolution(24))
 
 
 def test_a_tag_used_twice_is_refused_before_anything_is_sent():
