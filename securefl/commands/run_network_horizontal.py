@@ -67,7 +67,16 @@ def _check_fedavg_args(args: argparse.Namespace) -> None:
     columns = tuple(c.strip() for c in args.columns.split(","))
     if not all(columns) or len(set(columns)) != len(columns):
         raise InputError(f"--columns must list distinct, non-empty column names, got {args.columns!r}")
-    args.columns, args.classes = columns, parse_classes(args.classes)
+    args.columns, args.classes = columns, fedavg_class_order(parse_classes(args.classes))
+
+
+def fedavg_class_order(classes: tuple[str, ...]) -> tuple[str, ...]:
+    """The one-machine FedAvg's order of its label values: by value when every class is a number
+    (pandas reads such a label column as numbers), else as text."""
+    try:
+        return tuple(sorted(classes, key=float))
+    except ValueError:
+        return tuple(sorted(classes))
 
 
 def _check_chfl_args(args: argparse.Namespace) -> None:
@@ -202,4 +211,4 @@ def _tail(report: dict[str, Any]) -> str:
     return f"{report['seconds']:.2f} s | {report['bytes_sent']:,} bytes sent, {report['bytes_received']:,} received"
 
 
-__all__ = ["SERVER", "check_horizontal_args", "run_horizontal_party"]
+__all__ = ["SERVER", "check_horizontal_args", "fedavg_class_order", "run_horizontal_party"]

@@ -282,6 +282,13 @@ def test_bad_fedavg_network_arguments_are_one_line_errors(capsys, argv, message)
     assert code == 2 and len(err.splitlines()) == 1 and message in err, err
 
 
+def test_fedavg_orders_numeric_classes_by_value_as_the_one_machine_run_does():
+    from securefl.commands.run_network_horizontal import fedavg_class_order
+
+    assert fedavg_class_order(("10", "2", "1")) == ("1", "2", "10")
+    assert fedavg_class_order(("b", "10", "a")) == ("10", "a", "b")
+
+
 def test_a_fedavg_client_off_the_schema_stops_in_one_line(tmp_path):
     from baselines.gl_baselines import schema_client
     from securefl.data.gl_sets import load_client_csv, split_client
