@@ -81,7 +81,7 @@ def run_job(name: str, method: str, seed: int, config: GLConfig, data_dir: str |
     dataset = load_registered(name, kind="gl", data_dir=data_dir)
     with GPUPeak(config.device) as peak:
         result = run_gl_method(method, dataset, replace(config, seed=seed))
-    return result if peak.mib is None else {**result, "gpu_peak_mib": peak.mib}
+    return peak.into(result)
 
 
 def _timing_client(transport, *, vector: np.ndarray, rounds: int, config: SecAggConfig) -> None:

@@ -143,8 +143,7 @@ def run_dataset(name: str, dataset: Any, cfg: Config) -> dict[str, Any]:
             start = time.perf_counter()
             with GPUPeak(cfg.device) as peak:
                 result = runner(splits[all_data], cfg, seed)
-            if peak.mib is not None:
-                result["gpu_peak_mib"] = peak.mib
+            peak.into(result)
             print(f"{name} seed {seed} {row}: accuracy {result['metrics']['accuracy']:.4f}"
                   f" ({time.perf_counter() - start:.1f} s{', ' + result['mode'] if 'mode' in result else ''})",
                   flush=True)

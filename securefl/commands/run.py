@@ -125,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
         return run_horizontal_party(args, _progress(args, f"{args.role}: {args.method}"))
     if kind != "vertical":
         runner = run_chfl_family if kind == "chfl" else run_gl_family
-        result = runner(args, _progress(args, f"{args.method} rounds"))
+        with gpu_peak(args) as peak:
+            result = runner(args, _progress(args, f"{args.method} rounds"))
+        peak.into(result)
         result.setdefault("settings", {}).update({"secure_agg": args.secure_agg, "backend": args.backend})
         print(summary_line(args, result))
         if args.json:
@@ -140,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
         return run_network.run_party(args, method_config(args.method, args, progress=None), progress)
     dataset = load_dataset(args)
     split = stfl_split(dataset, seed=args.seed, all_data=args.all_data)
-    result = run_method(args.method, split, args)
+    with gpu_peak(args) as peak:
+        result = run_method(args.method, split, args)
+    peak.into(result)
     result.setdefault("settings", {}).update({"all_data": args.all_data, "backend": args.backend})
     metrics = result["metrics"]
     print(f"{args.method} on {dataset.name} (seed {args.seed}): accuracy {metrics['accuracy']:.4f}"
@@ -149,6 +153,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_json_atomically(args.json, result)
     return 0
+
+
+def gpu_peak(args: argparse.Namespace) -> Any:
+    """A GPUPeak for a run whose parties compute here; with ``--backend torch`` they are other
+    processes, whose GPU memory this one cannot see, so nothing is measured."""
+    from securefl.runtime import GPUPeak
+
+    return GPUPeak(args.device if args.backend == "inprocess" else "cpu")
 
 
 def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[int, int], None] | None) -> Any:

@@ -63,7 +63,11 @@ def main(args: argparse.Namespace, progress: Callable[[argparse.Namespace, str],
         from securefl.commands.run_network_tdcd import run_tdcd_party
 
         return run_tdcd_party(args, tdcd_config(args, progress=None), progress(args, f"{args.role}: tdcd rounds"))
-    result = run_tdcd_command(args, progress(args, "tdcd rounds"))
+    from securefl.runtime import GPUPeak
+
+    with GPUPeak(args.device if args.backend == "inprocess" else "cpu") as peak:  # as run.gpu_peak
+        result = run_tdcd_command(args, progress(args, "tdcd rounds"))
+    peak.into(result)
     print(summary_line(result))
     if args.json:
         write_json_atomically(args.json, result)

@@ -48,3 +48,9 @@ class GPUPeak:
         if self._device is not None:
             torch.cuda.synchronize(self._device)
             self.mib = round(torch.cuda.max_memory_allocated(self._device) / 2**20, 1)
+
+    def into(self, result: dict) -> dict:
+        """``result`` with ``gpu_peak_mib`` added when there was a GPU to measure."""
+        if self.mib is not None:
+            result["gpu_peak_mib"] = self.mib
+        return result

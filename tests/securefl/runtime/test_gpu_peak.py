@@ -11,7 +11,7 @@ def test_on_cpu_there_is_nothing_to_measure():
     with GPUPeak("cpu") as peak:
         torch.ones(1000).sum()
 
-    assert peak.mib is None
+    assert peak.mib is None and peak.into({"seconds": 1.0}) == {"seconds": 1.0}
 
 
 def test_a_missing_gpu_is_the_usual_one_line_device_error():
@@ -28,3 +28,19 @@ def test_on_a_gpu_the_peak_covers_a_tensor_made_and_freed_inside_the_block():
         del block
 
     assert peak.mib is not None and peak.mib >= 64
+    assert peak.into({})["gpu_peak_mib"] == peak.mib
+
+
+def test_inside_the_block_nothing_is_measured_yet(monkeypatch):
+    # Arrange: a device that looks like a GPU, with the allocator's counters faked
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    for name in ("synchronize", "reset_peak_memory_stats"):
+        monkeypatch.setattr(torch.cuda, name, lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: 3 * 2**20)
+    # Act
+    with GPUPeak("cuda") as peak:
+        inside = peak.into({})
+    after = peak.into({})
+    # Assert: the peak exists once the block has ended
+    assert inside == {} and after == {"gpu_peak_mib": 3.0}
