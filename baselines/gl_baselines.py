@@ -24,6 +24,7 @@ import pandas as pd
 
 from protocols.errors import InputError
 from securefl.algorithms.gl import GLConfig, gl_client, method_result, run_federated, run_gl
+from securefl.data.chfl_clients import class_indices
 from securefl.data.gl_sets import ClientData, ClientTable, GLDataset, encode_client, encode_clients
 
 METHODS = ("gl", "fedavg", "local", "centralized")
@@ -59,10 +60,8 @@ def schema_client(table: ClientTable, *, columns: Sequence[str], classes: Sequen
         return frame.assign(**{label: frame[label].map(lambda v: v if pd.isna(v) else str(v))})
 
     train, test = as_text(table.train), as_text(table.test)
-    unknown = sorted(set(train[label].dropna()) - set(classes))
-    if unknown:
-        raise InputError(f"--label {label!r}: client {table.name!r} has class {unknown[0]!r}, which is not among"
-                         f" the federation's classes {','.join(classes)}")
+    class_indices(train[label].dropna(), name=table.name, label=label, classes=classes,
+                  source="its training rows")  # a class outside the schema is a one-line error
     return pad_client(encode_client(replace(table, train=train, test=test), classes=classes), columns)
 
 

@@ -215,12 +215,9 @@ def seal_rotation_ms(count: int = 200) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
-    if cfg.gpu_json is not None:  # checked before any run, not after
-        gpu = read_result(cfg.gpu_json, "--gpu-json", "stfl", {"datasets": list})
-        if not str((gpu.get("device") or {}).get("device", "")).startswith("cuda"):
-            raise SystemExit(f"--gpu-json: {cfg.gpu_json} is not a --device cuda run")
+    beside = gpu_report(cfg.gpu_json) if cfg.gpu_json is not None else None  # checked before any run
     if cfg.render_only:
-        render(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list}), cfg)
+        render(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list}), cfg, beside)
         return 0
     old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
     datasets = load_datasets(cfg)
@@ -237,15 +234,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = merge_reports(old, report)
     write_json(cfg.json_path, report)
     print(f"wrote {cfg.json_path}")
-    render(report, cfg)
+    render(report, cfg, beside)
     return 0
 
 
-def render(report: dict[str, Any], cfg: Config) -> None:
-    """Write the Markdown tables of ``report``."""
+def gpu_report(path: Path) -> dict[str, Any]:
+    """The ``--gpu-json`` file: a ``--device cuda`` result of this benchmark; else SystemExit."""
+    gpu = read_result(path, "--gpu-json", "stfl", {"datasets": list})
+    if not str((gpu.get("device") or {}).get("device", "")).startswith("cuda"):
+        raise SystemExit(f"--gpu-json: {path} is not a --device cuda run")
+    return gpu
+
+
+def render(report: dict[str, Any], cfg: Config, beside: dict[str, Any] | None = None) -> None:
+    """Write the Markdown tables of ``report``, with ``beside`` (the GPU run) in Table III."""
     from benchmarks.stfl_report import to_markdown
 
-    beside = read_result(cfg.gpu_json, "--gpu-json", "stfl", {"datasets": list}) if cfg.gpu_json else None
     write_text(cfg.markdown_path, to_markdown(report, markdown_header("STFL: Table I and Table III", report),
                                               beside, str(cfg.gpu_json or "")))
     print(f"wrote {cfg.markdown_path}")

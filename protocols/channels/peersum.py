@@ -7,10 +7,10 @@ per other member, the lower name adding it and the higher subtracting it; the me
 masked vectors then sum to the plain sum, mod 2^64, with every mask cancelled.
 
 Keys: each member makes a fresh X25519 key from the OS (:func:`PeerSum.agree`) and
-sends its public half to the others once; a pair's seed for one exchange is
-HKDF(DH) with ``info`` naming the exchange's tag, both members and both keys, and a
-member refuses a tag it has used, so no two exchanges reuse a mask. The private key
-never leaves the object.
+sends its public half to the others once; each pair agrees one DH secret, and its
+seed for one exchange is HKDF(DH) with ``info`` naming the exchange's tag, both members and both keys, and a
+member refuses a tag it has used, so no two exchanges reuse a mask. Neither the
+private key nor the DH secrets leave the object.
 
 What a member learns (semi-honest, no dropouts): the total, hence the others' sum.
 Each vector it receives still carries the mask its sender shares with every third
@@ -40,8 +40,9 @@ class PeerSum:
 
     def __init__(self, transport: Transport, members: tuple[str, ...], private: X25519PrivateKey,
                  publics: dict[str, bytes], *, scale_bits: int, prg: str) -> None:
-        self._transport, self.members = transport, members
-        self._private, self._publics = private, publics
+        self._transport, self.members, self._publics = transport, members, publics
+        # one Diffie-Hellman per peer; each exchange then derives its own seed from it by HKDF
+        self._shared = {peer: crypto.agree(private, key) for peer, key in publics.items() if peer != transport.name}
         self.scale_bits, self._prg = scale_bits, prg
         self._used: set[Tag] = set()  # a tag used twice would reuse its masks
 
@@ -71,7 +72,7 @@ class PeerSum:
         lo, hi = sorted((self._transport.name, peer))
         info = crypto.transcript("securefl/peersum/pairwise", tag.round, tag.stage, tag.name, lo, hi,
                                  self._publics[lo], self._publics[hi])
-        return crypto.hkdf_sha256(crypto.agree(self._private, self._publics[peer]), info=info)
+        return crypto.hkdf_sha256(self._shared[peer], info=info)
 
     def total(self, vector: np.ndarray, *, tag: Tag) -> np.ndarray:
         """The members' sum of ``vector`` (float64, same shape), each member calling with the same ``tag``."""

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         check_output(args.json, "--json")
     from securefl.data.registry import get_dataset
-    from securefl.runtime import resolve_device
+    from securefl.runtime import GPUPeak, resolve_device
 
     resolve_device(args.device)
     kind = family(args, lambda name: get_dataset(name).kind)
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         return run_horizontal_party(args, _progress(args, f"{args.role}: {args.method}"))
     if kind != "vertical":
         runner = run_chfl_family if kind == "chfl" else run_gl_family
-        with gpu_peak(args) as peak:
+        with GPUPeak.of_run(args.device, args.backend) as peak:
             result = runner(args, _progress(args, f"{args.method} rounds"))
         peak.into(result)
         result.setdefault("settings", {}).update({"secure_agg": args.secure_agg, "backend": args.backend})
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         return run_network.run_party(args, method_config(args.method, args, progress=None), progress)
     dataset = load_dataset(args)
     split = stfl_split(dataset, seed=args.seed, all_data=args.all_data)
-    with gpu_peak(args) as peak:
+    with GPUPeak.of_run(args.device, args.backend) as peak:
         result = run_method(args.method, split, args)
     peak.into(result)
     result.setdefault("settings", {}).update({"all_data": args.all_data, "backend": args.backend})
@@ -153,14 +153,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_json_atomically(args.json, result)
     return 0
-
-
-def gpu_peak(args: argparse.Namespace) -> Any:
-    """A GPUPeak for a run whose parties compute here; with ``--backend torch`` they are other
-    processes, whose GPU memory this one cannot see, so nothing is measured."""
-    from securefl.runtime import GPUPeak
-
-    return GPUPeak(args.device if args.backend == "inprocess" else "cpu")
 
 
 def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[int, int], None] | None) -> Any:

@@ -53,10 +53,6 @@ def check_tdcd_network_args(args: argparse.Namespace) -> None:
         raise InputError(f"hub {args.role!r} holds no data: drop --csv")
     if args.role in clients and args.csv is None:
         raise InputError(f"client {args.role!r} needs its own rows: --csv FILE --id-column COL --label COL")
-    if args.classes is not None:
-        from securefl.data.chfl_clients import parse_classes
-
-        args.classes = parse_classes(args.classes)
 
 
 def run_tdcd_party(args: argparse.Namespace, config: Any, progress: Callable[[int, int], None] | None) -> int:

@@ -47,7 +47,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError(f"--clients must be at least 1, got {args.clients}")
     if args.csv is not None and args.dataset:
         raise InputError("tdcd takes --dataset or --csv, not both")
-    if args.classes is not None and args.role is None:
+    if args.classes is not None:
         from securefl.data.chfl_clients import parse_classes
 
         args.classes = parse_classes(args.classes)
@@ -65,7 +65,7 @@ def main(args: argparse.Namespace, progress: Callable[[argparse.Namespace, str],
         return run_tdcd_party(args, tdcd_config(args, progress=None), progress(args, f"{args.role}: tdcd rounds"))
     from securefl.runtime import GPUPeak
 
-    with GPUPeak(args.device if args.backend == "inprocess" else "cpu") as peak:  # as run.gpu_peak
+    with GPUPeak.of_run(args.device, args.backend) as peak:
         result = run_tdcd_command(args, progress(args, "tdcd rounds"))
     peak.into(result)
     print(summary_line(result))

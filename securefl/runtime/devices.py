@@ -38,6 +38,12 @@ class GPUPeak:
         self._device = resolved if resolved.type == "cuda" else None
         self.mib: float | None = None
 
+    @classmethod
+    def of_run(cls, device: str | torch.device | None, backend: str) -> "GPUPeak":
+        """For a run whose parties compute in this process; with another ``backend`` they are
+        other processes, whose GPU memory this one cannot see, so nothing is measured."""
+        return cls(device if backend == "inprocess" else "cpu")
+
     def __enter__(self) -> "GPUPeak":
         if self._device is not None:
             torch.cuda.synchronize(self._device)

@@ -42,5 +42,8 @@ def test_inside_the_block_nothing_is_measured_yet(monkeypatch):
     with GPUPeak("cuda") as peak:
         inside = peak.into({})
     after = peak.into({})
+    with GPUPeak.of_run("cuda", "torch") as elsewhere:  # parties in other processes: not this one's memory
+        pass
     # Assert: the peak exists once the block has ended
     assert inside == {} and after == {"gpu_peak_mib": 3.0}
+    assert elsewhere.into({}) == {}
