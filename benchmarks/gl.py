@@ -37,7 +37,8 @@ import torch
 
 from baselines.gl_baselines import run_gl_method
 from benchmarks.common import dataset_names, device_name, metadata, run_main, writable, write_json, write_text
-from benchmarks.gl_merge import (METHODS, check_previous, complete_seeds, load_result, preflight, reused_runs,
+from benchmarks.gl_merge import (METHODS, StoredRuns, check_previous, complete_seeds, load_result, preflight,
+                                reused_runs,
                                  upgrade)
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
                                   render, table2)
@@ -149,8 +150,9 @@ def gpu_peaks(runs: list[dict[str, Any]], methods: Sequence[str]) -> dict[str, A
 
 
 def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_meta: dict[str, Any],
-                previous: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Every method and seed of one experiment; with ``previous`` (``--merge``) only the seeds it lacks."""
+                previous: dict[str, Any] | None = None, reuse: StoredRuns | None = None) -> dict[str, Any]:
+    """Every method and seed of one experiment; with ``previous`` (``--merge``) only the seeds it lacks,
+    with ``reuse`` (``--reuse``, read) without rerunning its Local and Centralized runs."""
     config = dataset_config(name, quick=args.quick, device=args.device, bn_stats=args.bn_stats, final=args.final,
                             batches=args.batches)
     done: set[int] = set()
@@ -161,7 +163,7 @@ def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_m
         provenance = previous["runs_from"]
     prior = [r for r in previous["runs"] if r["seed"] in done] if previous is not None else []
     fresh = [s for s in seeds if s not in done]
-    reused, reused_from = reused_runs(name, fresh, config, args.reuse) if args.reuse and fresh else ([], [])
+    reused, reused_from = reused_runs(name, fresh, config, reuse) if reuse is not None and fresh else ([], [])
     start = time.perf_counter()
     runs = reused + run_jobs(name, fresh, config, args, frozenset((r["method"], r["seed"]) for r in reused))
     seconds = time.perf_counter() - start
@@ -270,7 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     plans = {name: (dataset_config(name, quick=args.quick, device=args.device, bn_stats=args.bn_stats,
                                    final=args.final, batches=args.batches),
                     PAPER_SEEDS[name][:seed_count(name, args)]) for name in names}
-    preflight(plans, previous, json_path=args.json, reuse=args.reuse, restart=args.restart)
+    reuse = StoredRuns.read(args.reuse) if args.reuse is not None else None
+    preflight(plans, previous, json_path=args.json, reuse=reuse, restart=args.restart)
     meta = metadata(settings={"datasets": names, "workers": args.workers}, quick=args.quick, device=args.device,
                     argv=["benchmarks.gl", *(sys.argv[1:] if argv is None else argv)])
     meta["benchmark"] = "gl"
@@ -279,7 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in PAPER_SEEDS:
         if name in names:
             seeds = PAPER_SEEDS[name][:seed_count(name, args)]
-            results[name] = run_dataset(name, seeds, args, run_meta, None if args.restart else previous.get(name))
+            results[name] = run_dataset(name, seeds, args, run_meta, None if args.restart else previous.get(name),
+                                        reuse)
             print(f"{name}: {len(results[name]['runs'])} runs", flush=True)
         elif name in previous:
             results[name] = rederive(name, previous[name], args.reference)

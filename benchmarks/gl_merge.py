@@ -7,6 +7,7 @@ dataset stops the benchmark at once instead of after hours of covertype runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -44,14 +45,27 @@ def complete_seeds(runs: Sequence[dict[str, Any]], name: str) -> set[int]:
     return {s for s, methods in have.items() if methods >= set(METHODS[name])}
 
 
-def reused_runs(name: str, seeds: Sequence[int], config: GLConfig, path: Path
+@dataclass(frozen=True)
+class StoredRuns:
+    """The ``--reuse`` file, read once: its path and its datasets (as :func:`upgrade` gives them)."""
+
+    path: Path
+    datasets: dict[str, dict[str, Any]]
+
+    @classmethod
+    def read(cls, path: Path) -> "StoredRuns":
+        """SystemExit with one line if ``path`` is not a GL result file."""
+        return cls(Path(path), upgrade(load_result(path, "--reuse")))
+
+
+def reused_runs(name: str, seeds: Sequence[int], config: GLConfig, stored: StoredRuns
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Runs of :data:`FEDERATE_NOTHING` methods for ``seeds`` from result file ``path`` and their provenance.
+    """Runs of :data:`FEDERATE_NOTHING` methods for ``seeds`` from the ``--reuse`` file and their provenance.
 
     The file's settings for ``name`` must equal ``config``'s apart from :data:`FEDERATION_ONLY`, which
     those methods never read: e.g. a ``--bn-stats local`` sweep reruns only GL and FedAvg.
     """
-    source = upgrade(load_result(path, "--reuse")).get(name)
+    path, source = stored.path, stored.datasets.get(name)
     if source is None:
         raise SystemExit(f"--reuse: {path} has no {name} runs")
     theirs, ours = ({k: v for k, v in s.items() if k not in FEDERATION_ONLY}
@@ -80,7 +94,7 @@ def upgrade(old: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def preflight(plans: dict[str, tuple[GLConfig, Sequence[int]]], previous: dict[str, Any], *,
-              json_path: Path, reuse: Path | None, restart: bool) -> None:
+              json_path: Path, reuse: StoredRuns | None, restart: bool) -> None:
     """Check, for every dataset about to run (``plans``: its config and seeds), what ``--merge``
     keeps and ``--reuse`` takes, as :func:`check_previous` and :func:`reused_runs` will."""
     for name, (config, seeds) in plans.items():

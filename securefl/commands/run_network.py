@@ -123,11 +123,13 @@ def load_own_table(args: argparse.Namespace) -> Any:
 
 
 def run_as(args: argparse.Namespace, parties: tuple[str, ...], role: Callable[..., dict[str, Any]],
-           kwargs: dict[str, Any], *, wait: float, agree: dict[str, Any]) -> tuple[dict[str, Any], Any, float]:
+           kwargs: dict[str, Any], *, wait: float, agree: dict[str, Any]) -> tuple[dict[str, Any], Any, float, Any]:
     """Run ``role`` as party ``args.role`` of ``parties`` (rank 0 listens at ``--peer``); its
-    result, transport meter and seconds. ``wait``: how long one message may take to come;
-    ``agree``: the settings every party must share, checked when they meet."""
+    result, transport meter, seconds and :class:`~securefl.runtime.GPUPeak` (this process
+    runs one party only, so the peak is that party's). ``wait``: how long one message may
+    take to come; ``agree``: the settings every party must share, checked when they meet."""
     from protocols.transport.torchdist import TorchDistTransport, parse_address
+    from securefl.runtime import GPUPeak
 
     host, port = parse_address(args.peer)
     identity, trusted = keygen.load_identity(args, [p for p in parties if p != args.role])
@@ -135,15 +137,16 @@ def run_as(args: argparse.Namespace, parties: tuple[str, ...], role: Callable[..
     with TorchDistTransport(args.role, parties, host=host, port=port, timeout=wait, connect_timeout=args.timeout,
                             agree={"command": f"run {args.method}", **agree},
                             **keygen.transport_keys(identity, trusted)) as transport:
-        result = role(transport, **kwargs)
-    return result, transport.meter, time.perf_counter() - start
+        with GPUPeak(args.device) as peak:
+            result = role(transport, **kwargs)
+    return result, transport.meter, time.perf_counter() - start, peak
 
 
-def finish(args: argparse.Namespace, report: dict[str, Any], line: str) -> int:
-    """Print the party's last line and write its ``--json``; exit status 0."""
+def finish(args: argparse.Namespace, report: dict[str, Any], line: str, peak: Any) -> int:
+    """Print the party's last line and write its ``--json`` (with ``gpu_peak_mib`` on a GPU); exit status 0."""
     print(line)
     if args.json:
-        write_json_atomically(args.json, report)
+        write_json_atomically(args.json, peak.into(report))
     return 0
 
 
@@ -155,12 +158,12 @@ def run_party(args: argparse.Namespace, config: Any, progress: Callable[[int, in
     table = load_own_table(args)
     active = args.role == args.parties[0]
     role, kwargs = _active_role(table, args) if active else _passive_role(table, args)
-    result, meter, seconds = run_as(args, args.parties, role,
+    result, meter, seconds, peak = run_as(args, args.parties, role,
                                     {**kwargs, "config": replace(config, progress=progress)},
                                     wait=getattr(config, "timeout", WAIT),
                                     agree={"he": args.he} if args.method == "he-vfl" else {})
     report = _report(args, result, meter, seconds, config)
-    return finish(args, report, _line(args, report))
+    return finish(args, report, _line(args, report), peak)
 
 
 def parse_address_early(args: argparse.Namespace) -> None:

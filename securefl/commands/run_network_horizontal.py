@@ -120,8 +120,8 @@ def _serve(args: argparse.Namespace, config: Any, rounds: int, secagg: Any, run:
     from securefl.runtime.federated import averaging_server
 
     kwargs = {"clients": list(args.parties), "rounds": rounds, "config": secagg}
-    result, meter, seconds = run_as(args, run["parties"], averaging_server, kwargs, wait=run["wait"],
-                                    agree=run["agree"])
+    result, meter, seconds, peak = run_as(args, run["parties"], averaging_server, kwargs, wait=run["wait"],
+                                          agree=run["agree"])
     times, dropped = result["round_seconds"], result["dropped"]
     report = {**_common(args, config, meter, seconds), "role": "server", "metrics": {}, "dropped": dropped,
               "round_seconds": times, "rounds": len(times), "mean_round_seconds": sum(times) / len(times)}
@@ -129,7 +129,7 @@ def _serve(args: argparse.Namespace, config: Any, rounds: int, secagg: Any, run:
     gone = "".join(f"; {c!r} dropped out in round {r}" for c, r in dropped.items())
     return finish(args, report, f"{args.method} server: {len(times)} rounds averaged for {len(args.parties)}"
                                 f" clients ({mode}{gone}) | {report['mean_round_seconds']:.3f} s/round"
-                                f" | {_tail(report)}")
+                                f" | {_tail(report)}", peak)
 
 
 def _gl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> int:
@@ -146,7 +146,8 @@ def _gl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> in
         data = encode_client(table)
         kwargs = {"data": data, "scope": "global", "config": config}
     check_client(data, config)
-    result, meter, seconds = run_as(args, run["parties"], gl_client, kwargs, wait=run["wait"], agree=run["agree"])
+    result, meter, seconds, peak = run_as(args, run["parties"], gl_client, kwargs, wait=run["wait"],
+                                          agree=run["agree"])
     report = {**_common(args, config, meter, seconds), "role": "client",
               "metrics": {**result["metrics"], "per_class": result["per_class"]},
               **{k: result[k] for k in ("train_rows", "test_rows", "evaluated_on", "train_seconds")},
@@ -155,7 +156,7 @@ def _gl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> in
     auroc = f" | AUROC {m['auroc']:.4f}" if m.get("auroc") is not None else ""
     return finish(args, report, f"{args.method} client {args.role!r} (seed {args.seed}): accuracy"
                                 f" {m['accuracy']:.4f}{auroc}"
-                                f" on {report['test_rows']} test rows | {_tail(report)}")
+                                f" on {report['test_rows']} test rows | {_tail(report)}", peak)
 
 
 def _chfl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> int:
@@ -166,7 +167,8 @@ def _chfl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> 
                            classes=args.classes, seed=args.seed)
     kwargs = {"server": SERVER, "data": data, "n_classes": len(args.classes), "config": config,
               "secagg": secagg_config(config, secure=args.secure_agg)}
-    result, meter, seconds = run_as(args, run["parties"], chfl_client, kwargs, wait=run["wait"], agree=run["agree"])
+    result, meter, seconds, peak = run_as(args, run["parties"], chfl_client, kwargs, wait=run["wait"],
+                                          agree=run["agree"])
     methods = summarize([result])
     report = {**_common(args, config, meter, seconds), "role": "client",
               "metrics": {"accuracy": methods[args.method]["accuracy"],
@@ -176,7 +178,7 @@ def _chfl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> 
                                         "average_seconds")}}
     return finish(args, report, f"{args.method} client {args.role!r} (seed {args.seed}): accuracy"
                                 f" {report['metrics']['accuracy']:.4f} on {report['test_rows']} test rows"
-                                f" | {_tail(report)}")
+                                f" | {_tail(report)}", peak)
 
 
 def _gl_agreed(config: Any) -> dict[str, Any]:

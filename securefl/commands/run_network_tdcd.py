@@ -79,9 +79,9 @@ def run_tdcd_party(args: argparse.Namespace, config: Any, progress: Callable[[in
     parties = (*hubs, *(c for _, clients in silos for c in clients))
     agree = {"silos": [[hub, list(clients)] for hub, clients in silos], "classes": list(classes),
              **{k: v for k, v in config.settings().items() if k != "device"}}
-    result, meter, seconds = run_as(args, parties, role, kwargs, wait=config.stage_timeout, agree=agree)
+    result, meter, seconds, peak = run_as(args, parties, role, kwargs, wait=config.stage_timeout, agree=agree)
     report = _report(args, result, meter, seconds, config, hub=args.role in hubs)
-    return finish(args, report, _line(args, report))
+    return finish(args, report, _line(args, report), peak)
 
 
 def _report(args: argparse.Namespace, party: dict[str, Any], meter: Any, seconds: float, config: Any, *,

@@ -150,13 +150,13 @@ def _result_file(tmp_path, settings):
 
 def test_reuse_takes_only_runs_that_federate_nothing_for_the_asked_seeds(tmp_path):
     # Arrange: a file of the averaged-statistics sweep; this run keeps the statistics local
-    from benchmarks.gl import dataset_config, reused_runs
+    from benchmarks.gl import StoredRuns, dataset_config, reused_runs
 
     averaged = dataset_config("gl_covertype", quick=False, device="cpu")
     path = _result_file(tmp_path, averaged.settings())
     local = dataset_config("gl_covertype", quick=False, device="cpu", bn_stats="local")
     # Act
-    runs, provenance = reused_runs("gl_covertype", [9, 10], local, path)
+    runs, provenance = reused_runs("gl_covertype", [9, 10], local, StoredRuns.read(path))
     # Assert: seed 9's Local and Centralized runs, marked; provenance names the file and the methods
     assert sorted((r["method"], r["seed"]) for r in runs) == [("centralized", 9), ("local", 9)]
     assert all(r["reused_from"] == str(path) for r in runs)
@@ -165,20 +165,19 @@ def test_reuse_takes_only_runs_that_federate_nothing_for_the_asked_seeds(tmp_pat
 
 
 def test_reuse_refuses_a_file_with_other_settings(tmp_path):
-    from benchmarks.gl import dataset_config, reused_runs
+    from benchmarks.gl import StoredRuns, dataset_config, reused_runs
 
     config = dataset_config("gl_covertype", quick=False, device="cpu")
     path = _result_file(tmp_path, {**config.settings(), "epochs": 3})
     with pytest.raises(SystemExit, match="differ from this run's beyond federate_bn_stats"):
-        reused_runs("gl_covertype", [8], config, path)
+        reused_runs("gl_covertype", [8], config, StoredRuns.read(path))
 
 
 def test_reuse_of_a_missing_file_stops_with_one_line(tmp_path):
-    from benchmarks.gl import dataset_config, reused_runs
+    from benchmarks.gl import StoredRuns
 
-    config = dataset_config("gl_covertype", quick=False, device="cpu")
     with pytest.raises(SystemExit, match="gl.json does not exist"):
-        reused_runs("gl_covertype", [8], config, tmp_path / "gl.json")
+        StoredRuns.read(tmp_path / "gl.json")
 
 
 def test_missing_data_stops_before_any_run_with_one_line(tmp_path, capsys):

@@ -394,3 +394,32 @@ def test_bad_chfl_network_arguments_are_one_line_errors(capsys, argv, message):
     code = main(["run", "chfl", "--peer", "127.0.0.1:1", "--no-progress", *argv])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_a_party_on_a_gpu_records_the_peak_memory_of_its_own_process(tmp_path, monkeypatch, fake_gpu):
+    # Arrange: a GPU seen through faked counters, and a transport that needs no peer
+    import argparse
+    import types
+
+    from protocols.transport import torchdist
+    from securefl.commands.run_network import finish, run_as
+
+    class NoPeer:
+        def __init__(self, *args, **kwargs):
+            self.meter = types.SimpleNamespace(bytes_sent=0, bytes_received=0)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(torchdist, "TorchDistTransport", NoPeer)
+    args = argparse.Namespace(peer="127.0.0.1:29500", role="a", method="stfl", device="cuda", timeout=5.0,
+                              identity=None, trust=None, json=tmp_path / "a.json")
+    # Act
+    result, _, _, peak = run_as(args, ("a", "b"), lambda transport: {"done": True}, {}, wait=1.0, agree={})
+    code = finish(args, {"party": "a"}, "a finished", peak)
+    # Assert: the party's --json holds its own process's peak
+    assert code == 0 and result == {"done": True}
+    assert json.loads((tmp_path / "a.json").read_text()) == {"party": "a", "gpu_peak_mib": fake_gpu}

@@ -31,13 +31,8 @@ def test_on_a_gpu_the_peak_covers_a_tensor_made_and_freed_inside_the_block():
     assert peak.into({})["gpu_peak_mib"] == peak.mib
 
 
-def test_inside_the_block_nothing_is_measured_yet(monkeypatch):
-    # Arrange: a device that looks like a GPU, with the allocator's counters faked
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    for name in ("synchronize", "reset_peak_memory_stats"):
-        monkeypatch.setattr(torch.cuda, name, lambda *a: None)
-    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: 3 * 2**20)
+def test_inside_the_block_nothing_is_measured_yet(fake_gpu):
+    # Arrange: a device that looks like a GPU, with the allocator's counters faked (fake_gpu)
     # Act
     with GPUPeak("cuda") as peak:
         inside = peak.into({})
@@ -45,5 +40,5 @@ def test_inside_the_block_nothing_is_measured_yet(monkeypatch):
     with GPUPeak.of_run("cuda", "torch") as elsewhere:  # parties in other processes: not this one's memory
         pass
     # Assert: the peak exists once the block has ended
-    assert inside == {} and after == {"gpu_peak_mib": 3.0}
+    assert inside == {} and after == {"gpu_peak_mib": fake_gpu}
     assert elsewhere.into({}) == {}
