@@ -3,6 +3,13 @@
 A SIGTERM sent to one process alone (``kill``, ``timeout``, a job scheduler) does not reach
 the processes it started: Ctrl-C signals a whole process group, SIGTERM does not. Workers
 then run on as orphans, using cores while their results have nowhere to go.
+
+A party that fails leaves its torch.distributed receivers blocked on peers still busy
+elsewhere. If a peer then sends or leaves while the interpreter shuts down, gloo's C++
+destructors call ``std::terminate`` and the process dies of SIGABRT ("terminate called
+without an active exception") instead of exiting with its status. The transport marks the
+process (:func:`mark_stranded`); :func:`exit_status` then ends it with ``os._exit``, after
+flushing its output, before that shutdown.
 """
 
 from __future__ import annotations
@@ -11,10 +18,13 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
 _PR_SET_PDEATHSIG = 1
+_STRANDED = threading.Event()
+"""Set once a transport of this process closed with receiver threads still blocked in native code."""
 
 
 def die_with_parent() -> None:
@@ -58,4 +68,23 @@ def ctrl_c_stays_here() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
-__all__ = ["ctrl_c_stays_here", "die_with_parent"]
+def mark_stranded() -> None:
+    """Record that threads of this process stay blocked in native code (a closed transport's receivers)."""
+    _STRANDED.set()
+
+
+def exit_status(code: int) -> int:
+    """``code``, for the caller to exit with; but if a transport left threads stranded
+    (:func:`mark_stranded`), flush stdout and stderr and end the process now with ``code``,
+    skipping the interpreter shutdown that could abort it. Call it last in a process's main."""
+    if _STRANDED.is_set():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass  # closed or broken: nothing more can be written to it anyway
+        os._exit(code)
+    return code
+
+
+__all__ = ["ctrl_c_stays_here", "die_with_parent", "exit_status", "mark_stranded"]

@@ -12,6 +12,7 @@ import sys
 from typing import Sequence
 
 from protocols.errors import CryptoError, ProtocolError, SecureFLError
+from protocols.lifecycle import exit_status
 
 EXIT_USAGE = 2
 EXIT_PROTOCOL = 3
@@ -33,7 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` and run the chosen command; return the exit status."""
+    """Parse ``argv`` and run the chosen command; return the exit status (or exit with it at once
+    when a failed networked run left receivers blocked on its peers: :func:`protocols.lifecycle.exit_status`)."""
+    return exit_status(_run(argv))
+
+
+def _run(argv: Sequence[str] | None) -> int:
     # torch's C++ side logs a failed rendezvous as pages of stack frames before the Python
     # error we turn into one line; it reads this once, when torch loads (set it to see them)
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")

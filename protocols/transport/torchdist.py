@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from protocols.errors import (CryptoError, DecodeError, InputError, PeerFailedError, ProtocolError,
                               SecureFLError)
-from protocols.lifecycle import ctrl_c_stays_here, die_with_parent
+from protocols.lifecycle import ctrl_c_stays_here, die_with_parent, exit_status, mark_stranded
 from protocols.transport.base import DEFAULT_TIMEOUT, Transport
 from protocols.transport.links import MAX_HANDSHAKE_BYTES, Link, check_identity, handshake
 from protocols.transport.rendezvous import announce, await_parties, check_agreement, connect, gloo_reason
@@ -217,7 +217,9 @@ class TorchDistTransport(Transport):
         deadline = time.monotonic() + linger
         for thread in self._receivers:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        if not any(thread.is_alive() for thread in self._receivers):
+        if any(thread.is_alive() for thread in self._receivers):
+            mark_stranded()  # a peer still busy elsewhere: its receiver stays blocked in gloo
+        else:
             dist.destroy_process_group()
 
 
@@ -233,6 +235,9 @@ def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, 
         results.put((name, "ok", value, transport.meter.to_dict(), transport.log if record else []))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
         results.put((name, "error", _portable(exc), None, []))
+    results.close()
+    results.join_thread()  # the report is with the launcher before a hard exit could drop it
+    exit_status(0)
 
 
 def _portable(exc: BaseException) -> BaseException:

@@ -1,5 +1,6 @@
-"""protocols.lifecycle.die_with_parent: workers (benchmark pools, torch.distributed parties) end when the
-process that started them is SIGTERM'd alone, instead of running on as orphans."""
+"""protocols.lifecycle: workers (benchmark pools, torch.distributed parties) end when the process that
+started them is SIGTERM'd alone, instead of running on as orphans (die_with_parent); a process a failed
+transport left with stranded threads exits with its own status (exit_status)."""
 
 import os
 import subprocess
@@ -99,3 +100,14 @@ def test_ctrl_c_stays_here_blocks_sigint_for_the_body_only(monkeypatch):
     with lifecycle.ctrl_c_stays_here():
         ran.append(True)
     assert ran == [True]
+
+
+def test_a_process_with_stranded_threads_exits_at_once_with_its_status_and_output_flushed():
+    # Arrange: a process that prints without a newline, then is marked as a failed transport would mark it
+    code = ("import sys\nfrom protocols.lifecycle import exit_status, mark_stranded\n"
+            "print('last line', end='')\nassert exit_status(5) == 5\n"
+            "mark_stranded()\nexit_status(7)\nprint('not reached')\n")
+    # Act
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # Assert: unmarked, the status is returned; marked, the process ends with it, its output intact
+    assert proc.returncode == 7 and proc.stdout == "last line", proc.stderr
