@@ -13,12 +13,15 @@ run reproduces.
 from __future__ import annotations
 
 import hashlib
+import hmac
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from protocols.channels.crypto import transcript
 from protocols.errors import InputError
 from securefl.data.tdcd_sets import ClientShard, SiloLayout, TieredSplit, make_shard, split_positions
 
@@ -75,6 +78,42 @@ def id_digest(ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
 
 
+LABEL_TAG_BYTES = 16
+
+
+def label_tag(key: bytes, ids: Sequence[str], y: np.ndarray) -> bytes:
+    """Sum mod 2^128 of HMAC-SHA256(key, (ID, label)) over a client's rows, as 16 bytes.
+
+    Silos whose clients hold the same label for every ID get the same total however the
+    rows are spread over clients; without ``key`` a tag says nothing of the labels (a hub
+    that knows the IDs cannot test guesses). Labels compare as float64 (class indices too).
+    """
+    total = 0
+    for sample, value in zip(ids, np.asarray(y, dtype=np.float64)):
+        row = transcript("tdcd label", sample, struct.pack(">d", float(value) + 0.0))  # + 0.0: -0.0 is 0.0
+        total += int.from_bytes(hmac.new(key, row, hashlib.sha256).digest()[:LABEL_TAG_BYTES], "big")
+    return (total % 2 ** (8 * LABEL_TAG_BYTES)).to_bytes(LABEL_TAG_BYTES, "big")
+
+
+def add_tags(tags: Sequence[bytes]) -> bytes:
+    """The sum mod 2^128 of :func:`label_tag` values: a silo's tag from its clients'."""
+    total = sum(int.from_bytes(t, "big") for t in tags) % 2 ** (8 * LABEL_TAG_BYTES)
+    return total.to_bytes(LABEL_TAG_BYTES, "big")
+
+
+def check_same_labels(silos: Sequence[tuple[str, Sequence[ClientRows]]]) -> None:
+    """InputError unless every silo's clients hold the same label for each sample (one process only:
+    this reads every label; over the network the hubs compare :func:`label_tag` sums instead)."""
+    first_hub, first = silos[0]
+    labels = {i: v for c in first for i, v in zip(c.ids, np.asarray(c.y, dtype=np.float64))}
+    for hub, clients in silos[1:]:
+        differ = sorted(i for c in clients for i, v in zip(c.ids, np.asarray(c.y, dtype=np.float64))
+                        if labels.get(i) != v)
+        if differ:
+            raise InputError(f"silos {first_hub!r} and {hub!r} hold different labels for {len(differ)} samples"
+                             f" (e.g. ID {differ[0]!r}); every silo's clients must hold the same target")
+
+
 def positions_by_ids(id_lists: Sequence[Sequence[str]], seed: int, *,
                      where: str = "the silo") -> tuple[list[ClientPositions], int, int]:
     """A hub's bookkeeping: each client's training and test rows from the seed and the sorted IDs;
@@ -121,6 +160,7 @@ def natural_split(silos: Sequence[tuple[str, Sequence[ClientRows]]], seed: int, 
     digests = {id_digest([i for c in clients for i in c.ids]) for _, clients in silos}
     if len(digests) != 1:
         raise InputError("the silos hold different samples; align their IDs first (securefl psi)")
+    check_same_labels(silos)
     layouts, shards, columns, start = [], [], [], 0
     for j, (hub, clients) in enumerate(silos):
         check_same_columns(hub, [c.columns for c in clients], [c.name for c in clients])
@@ -136,5 +176,5 @@ def natural_split(silos: Sequence[tuple[str, Sequence[ClientRows]]], seed: int, 
     return TieredSplit(name, task, n_classes, n_train, n_test, tuple(columns), tuple(layouts), tuple(shards))
 
 
-__all__ = ["ClientPositions", "ClientRows", "check_same_columns", "client_shard", "id_digest", "load_client_csv", "natural_split",
-           "positions_by_ids"]
+__all__ = ["ClientPositions", "ClientRows", "LABEL_TAG_BYTES", "add_tags", "check_same_columns", "check_same_labels",
+           "client_shard", "id_digest", "label_tag", "load_client_csv", "natural_split", "positions_by_ids"]

@@ -92,14 +92,7 @@ def test_hubs_and_clients_on_their_own_classify_as_the_one_process_run(tmp_path)
                     config)
     inprocess = _networked_roles(rows, config, n_classes=2)
     # Act: each party its own process
-    net = [sys.executable, "-m", "securefl", "run", "tdcd", *SETTINGS, "--parties", SILOS, "--classes", "low,high",
-           "--peer", f"127.0.0.1:{free_port()}", "--timeout", "120"]
-    data = ["--id-column", "id", "--label", "y"]
-    procs = [subprocess.Popen([*net, "--role", role, *extra, "--json", str(tmp_path / f"{role}.json")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-             for role, extra in [("bank", []), ("shop", []), ("branch", ["--csv", str(tmp_path / "branch.csv"), *data]),
-                                 ("store", ["--csv", str(tmp_path / "store.csv"), *data])]]
-    outs = [p.communicate(timeout=240) for p in procs]
+    procs, outs = _each_party_alone(tmp_path, "--classes", "low,high")
     # Assert
     assert [p.returncode for p in procs] == [0, 0, 0, 0], [o[1] for o in outs]
     got = {r: json.loads((tmp_path / f"{r}.json").read_text()) for r in ("bank", "shop", "branch", "store")}
@@ -114,6 +107,36 @@ def test_hubs_and_clients_on_their_own_classify_as_the_one_process_run(tmp_path)
     assert sum(r["bytes_sent"] for r in got.values()) == inprocess.bytes
     assert outs[0][0].startswith("tdcd hub 'bank'") and "test accuracy" in outs[0][0]
     assert outs[2][0].startswith("tdcd client 'branch'")
+
+
+def _each_party_alone(folder, *options):
+    """Run bank, shop, branch and store each in its own process on the files in ``folder``; the
+    processes (in that order) and their (stdout, stderr)."""
+    net = [sys.executable, "-m", "securefl", "run", "tdcd", *SETTINGS, "--parties", SILOS, *options,
+           "--peer", f"127.0.0.1:{free_port()}", "--timeout", "120"]
+    data = ["--id-column", "id", "--label", "y"]
+    procs = [subprocess.Popen([*net, "--role", role, *extra, "--json", str(folder / f"{role}.json")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+             for role, extra in [("bank", []), ("shop", []), ("branch", ["--csv", str(folder / "branch.csv"), *data]),
+                                 ("store", ["--csv", str(folder / "store.csv"), *data])]]
+    return procs, [p.communicate(timeout=240) for p in procs]
+
+
+def test_silos_with_another_label_for_a_sample_stop_every_party_with_one_line(tmp_path):
+    # Arrange: the store's target differs from the branch's for one sample
+    _client_files(tmp_path)
+    store = pd.read_csv(tmp_path / "store.csv")
+    store.loc[3, "y"] += 1.0
+    store.to_csv(tmp_path / "store.csv", index=False)
+    # Act
+    procs, outs = _each_party_alone(tmp_path)
+    # Assert: protocol-error status and one line each; no process aborts in gloo on its way out
+    assert [p.returncode for p in procs] == [3, 3, 3, 3], [o[1] for o in outs]
+    errors = [err.strip().splitlines() for _, err in outs]
+    assert all(len(lines) == 1 for lines in errors), errors
+    assert "silos 'bank' and 'shop' hold different labels for the same samples" in errors[0][0]
+    assert "silos 'shop' and 'bank' hold different labels" in errors[1][0]
+    assert not any((tmp_path / f"{r}.json").exists() for r in ("bank", "shop", "branch", "store"))
 
 
 def test_a_label_outside_the_classes_stops_the_client_in_one_line(tmp_path):
