@@ -37,6 +37,8 @@ LINGER_ON_FAILURE = 1.0
 """The same after an error or Ctrl-C: a peer busy in a long computation (an STFL passive party
 pretraining its VAE) says goodbye only when it next sends, and there is nothing left to read."""
 MAX_FRAME_BYTES = 1 << 34
+_POLL = 0.1
+"""Seconds between the main thread's looks for Ctrl-C while a helper thread waits in gloo."""
 # The gloo group's own timeout bounds every blocking recv, including an idle
 # receiver thread's; waits for messages are bounded by the mailbox instead.
 _GROUP_TIMEOUT = _dt.timedelta(days=7)
@@ -124,6 +126,31 @@ class TorchDistTransport(Transport):
         return self.parties.index(party)
 
     def _authenticate(self, identity: X25519PrivateKey, trusted: Mapping[str, bytes]) -> dict[str, Link]:
+        """:meth:`_handshakes` in a helper thread, so that Ctrl-C reaches this one while a peer
+        has not answered: gloo's ``recv`` would hold the main thread until the peer did."""
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                outcome["links"] = self._handshakes(identity, trusted)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=run, daemon=True, name=f"handshake-{self.name}").start()
+        try:
+            while not done.wait(_POLL):
+                pass
+        except KeyboardInterrupt:
+            mark_stranded()  # the helper stays blocked in gloo on the silent peer
+            raise
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["links"]
+
+    def _handshakes(self, identity: X25519PrivateKey, trusted: Mapping[str, bytes]) -> dict[str, Link]:
         """One handshake per peer, before the receivers run, in one global order of pairs
         (the lower rank initiates), so no two parties wait on each other."""
         links: dict[str, Link] = {}

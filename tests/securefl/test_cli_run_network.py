@@ -82,22 +82,27 @@ def test_one_party_per_process_gives_the_simulations_result(tmp_path, method_arg
     assert "accuracy" in outs[0][0] and "common rows" in outs[1][0]
 
 
+def _trusting_keys(folder):
+    """Keys for the active and passive parties, each trusting the other's: their --identity/--trust options."""
+    for name in ("active", "passive"):
+        assert main(["keygen", str(folder / f"{name}.key")]) == 0
+    for name, other in (("active", "passive"), ("passive", "active")):
+        (folder / f"{name}.trust").write_text(f"{other} {(folder / f'{other}.key.pub').read_text().strip()}\n")
+    return {n: ["--identity", str(folder / f"{n}.key"), "--trust", str(folder / f"{n}.trust")]
+            for n in ("active", "passive")}
+
+
 @pytest.mark.multiprocess
 def test_parties_with_identity_keys_run_over_authenticated_links_to_the_same_result(tmp_path):
     # Arrange: each party makes its key and trusts the other's public key
     files = _party_files(tmp_path)
-    for name in ("active", "passive"):
-        assert main(["keygen", str(tmp_path / f"{name}.key")]) == 0
-    for name, other in (("active", "passive"), ("passive", "active")):
-        public = (tmp_path / f"{other}.key.pub").read_text().strip()
-        (tmp_path / f"{name}.trust").write_text(f"{other} {public}\n")
+    keys = _trusting_keys(tmp_path)
     local = tmp_path / "local.json"
     assert main(["run", "stfl", *SETTINGS, "--party-csv", *map(str, files), "--json", str(local)]) == 0
     # Act
     port = free_port()
     procs = [subprocess.Popen([*RUN, "--party-csv", str(path), "--role", name, "--peer", f"127.0.0.1:{port}",
-                               "--identity", str(tmp_path / f"{name}.key"), "--trust", str(tmp_path / f"{name}.trust"),
-                               "--json", str(tmp_path / f"{name}.json")],
+                               *keys[name], "--json", str(tmp_path / f"{name}.json")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
              for name, path in zip(("active", "passive"), files)]
     outs = [p.communicate(timeout=180) for p in procs]
@@ -118,6 +123,22 @@ def _wait_for_listener(port):
     pytest.fail("the active party never listened")
 
 
+def _interrupt_active(active, passive, port):
+    """Once both parties have had 8 s to meet, Ctrl-C the active one: its stderr and how long it took to end."""
+    try:
+        _wait_for_listener(port)
+        time.sleep(8)
+        stopped = time.monotonic()
+        os.killpg(active.pid, signal.SIGINT)
+        err = active.communicate(timeout=30)[1]
+        return err, time.monotonic() - stopped
+    finally:
+        for proc in (active, passive):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+
+
 @pytest.mark.multiprocess
 def test_ctrl_c_to_the_active_party_while_a_passive_one_pretrains_ends_it_at_once(tmp_path):
     # Arrange: a passive party whose VAE pretraining would take minutes
@@ -128,19 +149,8 @@ def test_ctrl_c_to_the_active_party_while_a_passive_one_pretrains_ends_it_at_onc
                               stdout=subprocess.DEVNULL, text=True, start_new_session=True)
     passive = subprocess.Popen([*cmd, "--party-csv", str(files[1]), "--role", "passive"], stderr=subprocess.PIPE,
                                stdout=subprocess.DEVNULL, text=True, start_new_session=True)
-    try:
-        _wait_for_listener(port)
-        time.sleep(8)  # both joined, PSI done: the active party waits for latents
-        # Act
-        stopped = time.monotonic()
-        os.killpg(active.pid, signal.SIGINT)
-        err = active.communicate(timeout=30)[1]
-        took = time.monotonic() - stopped
-    finally:
-        for proc in (active, passive):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.communicate()
+    # Act: both joined, PSI done: the active party waits for latents
+    err, took = _interrupt_active(active, passive, port)
     # Assert: one line, at once, not after the passive party's pretraining
     assert active.returncode == 130 and err.strip().splitlines() == ["securefl run: interrupted"], err
     assert took < 15
@@ -423,3 +433,32 @@ def test_a_party_on_a_gpu_records_the_peak_memory_of_its_own_process(tmp_path, m
     # Assert: the party's --json holds its own process's peak
     assert code == 0 and result == {"done": True}
     assert json.loads((tmp_path / "a.json").read_text()) == {"party": "a", "gpu_peak_mib": fake_gpu}
+
+
+_SILENT_PEER = """
+import sys, time
+from protocols.transport.torchdist import TorchDistTransport
+TorchDistTransport._handshakes = lambda self, identity, trusted: time.sleep(120)  # joins, then never answers
+from securefl.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.multiprocess
+def test_ctrl_c_while_a_peer_never_answers_the_link_handshake_ends_the_party_at_once(tmp_path):
+    # Arrange: authenticated links; the passive party joins the rendezvous, then never sends its handshake
+    files = _party_files(tmp_path)
+    keys = _trusting_keys(tmp_path)
+    port = free_port()
+    argv = ["run", "stfl", *SETTINGS, "--peer", f"127.0.0.1:{port}", "--timeout", "120"]
+    active = subprocess.Popen([sys.executable, "-m", "securefl", *argv, "--party-csv", str(files[0]), "--role",
+                               "active", *keys["active"]], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              text=True, start_new_session=True)
+    passive = subprocess.Popen([sys.executable, "-c", _SILENT_PEER, *argv, "--party-csv", str(files[1]), "--role",
+                                "passive", *keys["passive"]], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               start_new_session=True)
+    # Act: both joined: the active party waits for the passive one's handshake
+    err, took = _interrupt_active(active, passive, port)
+    # Assert: one line and status 130, at once, though a thread still waits on the peer in gloo
+    assert active.returncode == 130 and err.strip().splitlines() == ["securefl run: interrupted"], err
+    assert took < 15
