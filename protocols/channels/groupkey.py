@@ -24,7 +24,7 @@ from typing import Any, Mapping
 from protocols.channels import crypto
 from protocols.errors import ProtocolError
 
-PUBLIC_BYTES = 32
+PUBLIC_BYTES = crypto.KEY_BYTES
 SEALED_BYTES = crypto.SEED_BYTES + crypto.TAG_BYTES
 _LABEL = "securefl group key"
 

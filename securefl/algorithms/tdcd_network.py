@@ -68,17 +68,21 @@ def _same_samples(transport: Transport, hubs: Sequence[str], ids: list[str],
     """ProtocolError on every hub unless all silos hold the same sample IDs (compared by digest);
     each hub's clients' public keys for the group key, which the hubs swap alongside."""
     mine, by_hub = id_digest(ids), {transport.name: dict(publics)}
-    for hub in hubs:
-        if hub != transport.name:
-            transport.send(hub, Tag(0, SETUP, "digest"), digest=mine, rows=len(ids), **pack(publics, PUBLIC_BYTES))
-    for hub in hubs:
-        if hub != transport.name:
-            theirs = transport.recv(hub, Tag(0, SETUP, "digest"))
-            if theirs["digest"] != mine:
-                raise ProtocolError(f"silos {transport.name!r} ({len(ids)} samples) and {hub!r} ({theirs['rows']}"
-                                    " samples) hold different sample IDs; align them first (securefl psi)")
-            by_hub[hub] = unpack(theirs.fields, PUBLIC_BYTES, sender=hub)
+    for hub, theirs in _swap(transport, hubs, "digest", digest=mine, rows=len(ids),
+                             **pack(publics, PUBLIC_BYTES)).items():
+        if theirs["digest"] != mine:
+            raise ProtocolError(f"silos {transport.name!r} ({len(ids)} samples) and {hub!r} ({theirs['rows']}"
+                                " samples) hold different sample IDs; align them first (securefl psi)")
+        by_hub[hub] = unpack(theirs.fields, PUBLIC_BYTES, sender=hub)
     return by_hub
+
+
+def _swap(transport: Transport, hubs: Sequence[str], name: str, **fields: Any) -> dict[str, Any]:
+    """Send ``fields`` to every other hub and return each one's message of the same name."""
+    others = [hub for hub in hubs if hub != transport.name]
+    for hub in others:
+        transport.send(hub, Tag(0, SETUP, name), **fields)
+    return {hub: transport.recv(hub, Tag(0, SETUP, name)) for hub in others}
 
 
 def _relay_group_key(transport: Transport, hubs: Sequence[str], clients: Sequence[str],
@@ -128,11 +132,8 @@ def _label_tag_of(transport: Transport, client: str) -> bytes:
 
 def _same_labels(transport: Transport, hubs: Sequence[str], mine: bytes) -> None:
     """ProtocolError on every hub unless all silos' label tags agree."""
-    for hub in hubs:
-        if hub != transport.name:
-            transport.send(hub, Tag(0, SETUP, "labels"), tag=mine)
-    for hub in hubs:
-        if hub != transport.name and transport.recv(hub, Tag(0, SETUP, "labels"))["tag"] != mine:
+    for hub, theirs in _swap(transport, hubs, "labels", tag=mine).items():
+        if theirs["tag"] != mine:
             raise ProtocolError(f"silos {transport.name!r} and {hub!r} hold different labels for the same samples"
                                 " (compared by keyed hash); every silo's clients must hold the same target")
 

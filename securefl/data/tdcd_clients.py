@@ -91,7 +91,7 @@ def label_tag(key: bytes, ids: Sequence[str], y: np.ndarray) -> bytes:
     total = 0
     for sample, value in zip(ids, np.asarray(y, dtype=np.float64)):
         row = transcript("tdcd label", sample, struct.pack(">d", float(value) + 0.0))  # + 0.0: -0.0 is 0.0
-        total += int.from_bytes(hmac.new(key, row, hashlib.sha256).digest()[:LABEL_TAG_BYTES], "big")
+        total += int.from_bytes(hmac.digest(key, row, "sha256")[:LABEL_TAG_BYTES], "big")
     return (total % 2 ** (8 * LABEL_TAG_BYTES)).to_bytes(LABEL_TAG_BYTES, "big")
 
 
