@@ -1,8 +1,8 @@
 """Reproduce the STFL paper's Table I (accuracy) and Table III (training time).
 
     python -m benchmarks.stfl [--quick] [--device cuda] [--datasets breast,default_credit,give_credit]
-                              [--seeds 5] [--epochs 100] --json FILE [--markdown FILE] [--merge]
-                              [--render-only]
+                              [--seeds 5] [--epochs 100] [--workers 1] --json FILE [--markdown FILE]
+                              [--merge] [--render-only]
 
 ``--merge`` adds the datasets run now to an existing result file (replacing
 those of the same name); each dataset keeps the date, commit, command and host of
@@ -17,6 +17,11 @@ comes from the plaintext split NN with the identical structure, initialisation
 and batch order (the tests show the protocol trains to the same weights, within
 fixed-point / CKKS error), and its time is measured on ``--he-timed-steps`` steps
 through the protocol and extrapolated; both are labelled as such in the output.
+
+``--workers N`` runs the (seed, method) cells on N processes at once: for a
+machine with many cores, such as a GPU host. Cells that share the machine slow
+each other, so their seconds are an upper bound on a cell run alone; the result
+records the worker count.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ class Config:
     merge: bool = False
     render_only: bool = False
     gpu_json: Path | None = None
+    workers: int = 1
 
 
 def parse_args(argv: Sequence[str] | None) -> Config:
@@ -78,6 +84,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--paillier-max-steps", type=int, default=0,
                    help="same for Paillier (about 5 s a step here, so extrapolated by default)")
     p.add_argument("--he-timed-steps", type=int, default=5, help="steps timed when extrapolating")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes running (seed, method) cells at once; above 1 the cells share the machine")
     p.add_argument("--json", type=Path, default=None,
                    help="default benchmarks/results/stfl.json (stfl.quick.json with --quick, so a quick run "
                         "never replaces the full results)")
@@ -94,8 +102,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     device_name(p, a.device)
     a.markdown = a.markdown or a.json.with_suffix(".md")
     writable(p, json=a.json, markdown=a.markdown)
-    if a.seeds < 1 or a.epochs < 1:
-        p.error("--seeds and --epochs must be at least 1")
+    if min(a.seeds, a.epochs, a.workers) < 1:
+        p.error("--seeds, --epochs and --workers must be at least 1")
     unknown = [b for b in a.he.split(",") if b not in ("paillier", "ckks")]
     if unknown:
         p.error(f"--he: unknown backend {unknown[0]!r}; choose from paillier, ckks (comma-separated)")
@@ -104,7 +112,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                   ckks_max_steps=a.ckks_max_steps, paillier_max_steps=a.paillier_max_steps,
                   he_timed_steps=a.he_timed_steps, json_path=a.json,
                   markdown_path=a.markdown, data_dir=a.data_dir,
-                  merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json)
+                  merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json, workers=a.workers)
 
 
 def _methods(cfg: Config) -> list[tuple[str, bool, Callable[..., dict]]]:
@@ -133,22 +141,48 @@ def load_datasets(cfg: Config) -> dict[str, Any]:
 
 
 def run_dataset(name: str, dataset: Any, cfg: Config) -> dict[str, Any]:
+    """Every (seed, method) cell of ``name``, on ``cfg.workers`` processes; Table I's runs and summary."""
+    jobs = [(dataset, cfg, seed, index) for seed in range(cfg.seeds) for index in range(len(_methods(cfg)))]
+    if cfg.workers == 1:
+        cells = [_show(name, run_cell(*job)) for job in jobs]
+    else:
+        from benchmarks.pool import map_jobs
+
+        cells = map_jobs(run_cell, jobs, workers=cfg.workers, initializer=_init_worker,
+                         on_done=lambda cell, *_: _show(name, cell))
+    runs: dict[str, list[dict]] = {}
+    for row, _seed, result, _wall in cells:  # job order: seeds ascending within each row
+        runs.setdefault(row, []).append(result)
+    return {"dataset": name, "rows": dataset.active.n_rows, "runs": runs, "summary": summarize(runs)}
+
+
+def run_cell(dataset: Any, cfg: Config, seed: int, index: int) -> tuple[str, int, dict, float]:
+    """Method ``index`` (Table I order) on ``seed``'s split: (row, seed, result, wall seconds)."""
     from securefl.data import stfl_split
     from securefl.runtime import GPUPeak
 
-    runs: dict[str, list[dict]] = {}
-    for seed in range(cfg.seeds):
-        splits = {flag: stfl_split(dataset, seed=seed, all_data=flag) for flag in (False, True)}
-        for row, all_data, runner in _methods(cfg):
-            start = time.perf_counter()
-            with GPUPeak(cfg.device) as peak:
-                result = runner(splits[all_data], cfg, seed)
-            peak.into(result)
-            print(f"{name} seed {seed} {row}: accuracy {result['metrics']['accuracy']:.4f}"
-                  f" ({time.perf_counter() - start:.1f} s{', ' + result['mode'] if 'mode' in result else ''})",
-                  flush=True)
-            runs.setdefault(row, []).append(result)
-    return {"dataset": name, "rows": dataset.active.n_rows, "runs": runs, "summary": summarize(runs)}
+    row, all_data, runner = _methods(cfg)[index]
+    split = stfl_split(dataset, seed=seed, all_data=all_data)
+    start = time.perf_counter()
+    with GPUPeak(cfg.device) as peak:
+        result = runner(split, cfg, seed)
+    peak.into(result)
+    return row, seed, result, time.perf_counter() - start
+
+
+def _show(name: str, cell: tuple[str, int, dict, float]) -> tuple[str, int, dict, float]:
+    """Print one finished cell (as it ends, when cells run on workers)."""
+    row, seed, result, wall = cell
+    mode = f", {result['mode']}" if "mode" in result else ""
+    print(f"{name} seed {seed} {row}: accuracy {result['metrics']['accuracy']:.4f}"
+          f" ({wall:.1f} s{mode})", flush=True)
+    return cell
+
+
+def _init_worker() -> None:
+    from protocols.lifecycle import die_with_parent
+
+    die_with_parent()
 
 
 def summarize(runs: dict[str, list[dict]]) -> dict[str, dict[str, Any]]:

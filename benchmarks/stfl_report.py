@@ -80,14 +80,20 @@ def beside_lines(beside: dict[str, Any] | None, path: str) -> str:
     if not beside:
         return ""
     device = beside.get("device") or {}
-    runs = sorted({(d["run"]["date"], d["run"]["commit"]) for d in beside["datasets"] if "run" in d}
-                  or {(beside["date"], beside["commit"])})
+    runs = sorted({(d["run"]["date"], d["run"]["commit"], _workers(d["run"])) for d in beside["datasets"]
+                   if "run" in d} or {(beside["date"], beside["commit"], _workers(beside))})
     probes = ", ".join(f"{PAPER_NAMES[d['dataset']]} {d['run']['seal_rotation_ms']:.2f} ms" for d in beside["datasets"]
                        if d.get("run", {}).get("seal_rotation_ms") is not None)
     return (f"GPU columns: `{path}`, on an {device.get('gpu', 'unnamed GPU')} (host CPU: {device.get('cpu', '?')},"
-            f" {device.get('cores', '?')} cores), runs of {', '.join(f'{d} (commit `{c[:12]}`)' for d, c in runs)};"
+            f" {device.get('cores', '?')} cores), runs of {', '.join(f'{d} (commit `{c[:12]}`{w})' for d, c, w in runs)};"
             " (n) is its seeds, † its time extrapolated as above. HE-VFL's encryption runs on that host's CPU,"
             f" not the GPU{f' (one SEAL rotation there: {probes})' if probes else ''}.\n")
+
+
+def _workers(run: dict[str, Any]) -> str:
+    """``, N cells at once`` for a run whose cells shared the machine (``--workers`` above 1)."""
+    workers = (run.get("settings") or {}).get("workers", 1)
+    return f", {workers} cells at once, so its seconds are upper bounds" if workers > 1 else ""
 
 
 SPEED_TARGETS = {"he-vfl ckks": ("breast", "at least 50x faster than FATE's", 50.0),
@@ -141,7 +147,8 @@ def _host(run: dict[str, Any]) -> str:
     if not isinstance(device, dict) or "cpu" not in device:
         return ""
     load = device.get("load_average_1m")
-    return f", on {device['cpu']}" + (f" (load {load} at the start)" if load is not None else "")
+    return (f", on {device['cpu']}" + (f" (load {load} at the start)" if load is not None else "")
+            + _workers(run))
 
 
 def to_markdown(report: dict[str, Any], header: str, beside: dict[str, Any] | None = None,

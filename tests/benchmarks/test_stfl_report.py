@@ -1,5 +1,6 @@
 """The STFL benchmark's tables: aligned columns, paper figures beside ours, honest verdicts."""
 
+import dataclasses
 import json
 
 import pytest
@@ -85,13 +86,14 @@ def test_each_dataset_from_its_own_run_names_the_host_it_ran_on():
     old["device"] = {"cpu": "Intel(R) Xeon(R) Processor", "load_average_1m": 0.5}
     new = _file(["breast"], "new")
     new["device"] = {"cpu": "AMD EPYC"}
+    new["settings"] = {"workers": 4}
     for report in (old, new):
         report["datasets"][0]["run"] = {k: report[k] for k in ("date", "commit", "quick", "device", "settings",
                                                                 "command")}
     # Act
     text = provenance(merge_reports(old, new))
     # Assert
-    assert "commit `new`, on AMD EPYC, `new`" in text
+    assert "commit `new`, on AMD EPYC, 4 cells at once, so its seconds are upper bounds, `new`" in text
     assert "commit `old`, on Intel(R) Xeon(R) Processor (load 0.5 at the start), `old`" in text
 
 
@@ -121,8 +123,9 @@ def test_a_gpu_run_beside_adds_its_seconds_and_memory_to_table_three(tmp_path, m
     cpu, gpu = tmp_path / "stfl.json", tmp_path / "stfl_cuda.json"
     cpu.write_text(json.dumps(_stored(_report(0.93), "cpu")))
     runs = {"stfl": [{**_result(0.95, seconds=3.0), "gpu_peak_mib": 128.0}] * 3}
-    gpu.write_text(json.dumps(_stored({"datasets": [{"dataset": "breast", "runs": runs,
-                                                      "summary": summarize(runs)}]}, "cuda")))
+    gpu.write_text(json.dumps({**_stored({"datasets": [{"dataset": "breast", "runs": runs,
+                                                         "summary": summarize(runs)}]}, "cuda"),
+                               "settings": {"workers": 14}}))
     # Act
     code = stfl.main(["--render-only", "--json", str(cpu), "--gpu-json", str(gpu)])
     # Assert: STFL's row has the GPU's mean seconds, seeds and memory; HE-VFL's, a dash
@@ -130,6 +133,7 @@ def test_a_gpu_run_beside_adds_its_seconds_and_memory_to_table_three(tmp_path, m
     rows = {line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| cancer")}
     assert code == 0 and "GPU s (n)" in text and "on an H200 (host CPU: Xeon, 16 cores)" in text
     assert rows["stfl"].endswith("| 3.0 (3) | 128.0 |") and rows["he-vfl ckks"].endswith("| — | — |")
+    assert "(commit `c`, 14 cells at once, so its seconds are upper bounds)" in text
 
 
 def test_a_cpu_run_is_refused_as_the_gpu_columns(tmp_path):
@@ -198,3 +202,42 @@ def test_bytes_project_setup_once_training_messages_per_step_and_the_rest_per_ba
     projected = project_bytes(tags, timed_steps=2, steps=10, timed_batches=3, batches=13)
     # Assert: 100 + 1000 once, 30 x 13/3 per batch, 20 x 10/2 per step
     assert projected == 100 + 1000 + 130 + 100
+
+
+def _tiny_dataset():
+    import numpy as np
+
+    from securefl.data import PartyTable, VerticalDataset
+
+    rng = np.random.default_rng(0)
+    xa, xp = rng.normal(size=(80, 3)), rng.normal(size=(80, 2))
+    ids = tuple(f"u{i:03d}" for i in range(80))
+    labels = (xa[:, 0] + xp[:, 0] > 0).astype(np.int64)
+    return VerticalDataset("breast", PartyTable("active", ids, xa, ("a0", "a1", "a2"), labels=labels),
+                           (PartyTable("passive", ids, xp, ("p0", "p1")),))
+
+
+def test_cells_on_workers_give_the_results_of_cells_run_one_by_one(monkeypatch):
+    # Arrange: two cheap methods, 2 seeds, 3 epochs; the workers fork, so they see the patched rows
+    from benchmarks.stfl_runs import run_centralized_row, run_stfl_row
+
+    monkeypatch.setattr(stfl, "_methods", lambda cfg: [("centralized", False, run_centralized_row),
+                                                        ("stfl", False, run_stfl_row)])
+    cfg = stfl.parse_args(["--datasets", "breast", "--seeds", "2", "--epochs", "3", "--json", "unused.json"])
+    dataset = _tiny_dataset()
+    # Act
+    alone = stfl.run_dataset("breast", dataset, cfg)
+    pooled = stfl.run_dataset("breast", dataset, dataclasses.replace(cfg, workers=2))
+    # Assert: the same rows, seeds in order, the same accuracies
+    def accuracies(report):
+        return {row: [r["metrics"]["accuracy"] for r in runs] for row, runs in report["runs"].items()}
+
+    assert list(pooled["runs"]) == ["centralized", "stfl"]
+    assert accuracies(pooled) == accuracies(alone)
+    assert [r["seed"] for r in pooled["runs"]["stfl"]] == [0, 1]
+
+
+def test_workers_below_one_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        stfl.parse_args(["--workers", "0"])
+    assert stop.value.code == 2 and "--workers must be at least 1" in capsys.readouterr().err
