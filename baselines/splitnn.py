@@ -151,6 +151,32 @@ def batches(ids: Sequence[str], batch_size: int, seed: int, epoch: int) -> Itera
         yield [ordered[i] for i in perm[start:start + batch_size]]
 
 
+def batch_positions(n: int, batch_size: int, seed: int, epoch: int,
+                    device: torch.device) -> Iterator[torch.Tensor]:
+    """:func:`batches` as positions into the sorted IDs, on ``device``: the same order, no per-ID work."""
+    perm = torch.as_tensor(SeedPlan(seed).numpy(f"batches:{epoch}").permutation(n), device=device)
+    return iter(perm.split(batch_size))
+
+
+class _DeviceRows:
+    """Standardised features and labels of ``ids`` (in that order) on ``device``, built once.
+
+    Building each batch's tensors from its IDs made every step do per-ID dict lookups
+    and three host-to-device copies; the values are the same either way."""
+
+    def __init__(self, active: PartyTable, passive: PartyTable, ids: Sequence[str],
+                 scale_a: tuple[np.ndarray, np.ndarray], scale_p: tuple[np.ndarray, np.ndarray],
+                 device: torch.device) -> None:
+        ra, rp = _rows(active, ids), _rows(passive, ids)
+        as_t = lambda v: torch.tensor(v, dtype=DTYPE, device=device)  # noqa: E731
+        self.tensors = (as_t((active.features[ra] - scale_a[0]) / scale_a[1]),
+                        as_t((passive.features[rp] - scale_p[0]) / scale_p[1]),
+                        as_t(np.asarray(active.labels)[ra].astype(np.float64)))
+
+    def take(self, rows: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(t[rows] for t in self.tensors)
+
+
 def loss_and_logits(top: nn.Module, z: torch.Tensor,
                     labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Interactive activation, top model, sigmoid + BCE (as BCE with logits)."""
@@ -202,25 +228,14 @@ def train_splitnn(split: VerticalSplit, config: SplitNNConfig) -> dict[str, Any]
     mean_a, std_a = standardizer(active.features[_rows(active, train_ids)])
     mean_p, std_p = standardizer(passive.features)
 
-    # the ID -> row maps are built once: rebuilding them per batch made 150k-row datasets crawl
-    index_a = {v: i for i, v in enumerate(active.ids)}
-    index_p = {v: i for i, v in enumerate(passive.ids)}
-    labels = np.asarray(active.labels)
-
-    def tensors(ids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        ra = np.array([index_a[v] for v in ids], dtype=np.int64)
-        rp = np.array([index_p[v] for v in ids], dtype=np.int64)
-        as_t = lambda v: torch.tensor(v, dtype=DTYPE, device=device)  # noqa: E731
-        return (as_t((active.features[ra] - mean_a) / std_a), as_t((passive.features[rp] - mean_p) / std_p),
-                as_t(labels[ra].astype(np.float64)))
-
+    train = _DeviceRows(active, passive, train_ids, (mean_a, std_a), (mean_p, std_p), device)
     net = _build(config, active.n_features, passive.n_features, device)
     adam = torch.optim.Adam([*net.bottom_active.parameters(), *net.top.parameters(),
                              *net.bottom_passive.parameters()], lr=config.lr)
     sgd = torch.optim.SGD([net.w_active, net.w_passive, net.bias], lr=config.interactive_lr)
     for epoch in range(config.epochs):
-        for ids in batches(train_ids, config.batch_size, config.seed, epoch):
-            loss, _ = net.logits(*tensors(ids))
+        for rows in batch_positions(len(train_ids), config.batch_size, config.seed, epoch, device):
+            loss, _ = net.logits(*train.take(rows))
             adam.zero_grad()
             sgd.zero_grad()
             loss.backward()
@@ -229,7 +244,7 @@ def train_splitnn(split: VerticalSplit, config: SplitNNConfig) -> dict[str, Any]
         if config.progress is not None:
             config.progress(epoch + 1, config.epochs)
     with torch.no_grad():
-        xa, xp, y = tensors(test_ids)
+        xa, xp, y = _DeviceRows(active, passive, test_ids, (mean_a, std_a), (mean_p, std_p), device).tensors
         _, logits = net.logits(xa, xp, y)
     scores = torch.sigmoid(logits).cpu().numpy()
     return {"method": "splitnn", "metrics": binary_metrics(y.cpu().numpy(), scores),
@@ -258,6 +273,6 @@ def run_splitnn(split: VerticalSplit, config: SplitNNConfig | None = None) -> di
     return result
 
 
-__all__ = ["DTYPE", "Progress", "SplitNNConfig", "Widths", "batches", "bottom_model", "interactive_init",
+__all__ = ["DTYPE", "Progress", "SplitNNConfig", "Widths", "batch_positions", "batches", "bottom_model", "interactive_init",
            "loss_and_logits", "run_splitnn", "standardizer", "top_model", "train_splitnn",
            "weights_of"]

@@ -30,7 +30,7 @@ import argparse
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -68,6 +68,7 @@ class Config:
     render_only: bool = False
     gpu_json: Path | None = None
     workers: int = 1
+    rows: tuple[str, ...] | None = None
 
 
 def parse_args(argv: Sequence[str] | None) -> Config:
@@ -84,6 +85,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--paillier-max-steps", type=int, default=0,
                    help="same for Paillier (about 5 s a step here, so extrapolated by default)")
     p.add_argument("--he-timed-steps", type=int, default=5, help="steps timed when extrapolating")
+    p.add_argument("--rows", default=None,
+                   help="only these Table I rows, comma-separated (e.g. 'stfl,he-vfl ckks'); default every row")
     p.add_argument("--workers", type=int, default=1,
                    help="processes running (seed, method) cells at once; above 1 the cells share the machine")
     p.add_argument("--json", type=Path, default=None,
@@ -107,16 +110,26 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     unknown = [b for b in a.he.split(",") if b not in ("paillier", "ckks")]
     if unknown:
         p.error(f"--he: unknown backend {unknown[0]!r}; choose from paillier, ckks (comma-separated)")
-    return Config(datasets=datasets, seeds=2 if a.quick else a.seeds, epochs=10 if a.quick else a.epochs,
-                  device=a.device, quick=a.quick, he_backends=tuple(a.he.split(",")),
-                  ckks_max_steps=a.ckks_max_steps, paillier_max_steps=a.paillier_max_steps,
-                  he_timed_steps=a.he_timed_steps, json_path=a.json,
-                  markdown_path=a.markdown, data_dir=a.data_dir,
-                  merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json, workers=a.workers)
+    cfg = Config(datasets=datasets, seeds=2 if a.quick else a.seeds, epochs=10 if a.quick else a.epochs,
+                 device=a.device, quick=a.quick, he_backends=tuple(a.he.split(",")),
+                 ckks_max_steps=a.ckks_max_steps, paillier_max_steps=a.paillier_max_steps,
+                 he_timed_steps=a.he_timed_steps, json_path=a.json,
+                 markdown_path=a.markdown, data_dir=a.data_dir,
+                 merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json, workers=a.workers)
+    return cfg if a.rows is None else replace(cfg, rows=_chosen_rows(p, a.rows, cfg))
+
+
+def _chosen_rows(p: argparse.ArgumentParser, text: str, cfg: Config) -> tuple[str, ...]:
+    """``--rows``: Table I row names; a usage error names the first unknown one and the choices."""
+    rows, known = tuple(r.strip() for r in text.split(",")), [name for name, _, _ in _methods(cfg)]
+    unknown = [r for r in rows if r not in known]
+    if unknown:
+        p.error(f"--rows: unknown row {unknown[0]!r}; with these --he backends choose from {', '.join(known)}")
+    return rows
 
 
 def _methods(cfg: Config) -> list[tuple[str, bool, Callable[..., dict]]]:
-    """(row name, all_data, runner(split, cfg, seed)) in Table I order."""
+    """(row name, all_data, runner(split, cfg, seed)) in Table I order; only ``cfg.rows`` if given."""
     from benchmarks.stfl_runs import run_centralized_row, run_he_vfl_row, run_hierarchical_row, run_stfl_row
 
     rows = [("centralized", False, run_centralized_row), ("centralized (all data)", True, run_centralized_row),
@@ -126,7 +139,7 @@ def _methods(cfg: Config) -> list[tuple[str, bool, Callable[..., dict]]]:
     rows.append((f"he-vfl {cfg.he_backends[-1]} (all data)", True,
                  lambda s, c, seed: run_he_vfl_row(s, c, seed, cfg.he_backends[-1])))
     rows.append(("stfl", False, run_stfl_row))
-    return rows
+    return [r for r in rows if r[0] in cfg.rows] if cfg.rows is not None else rows
 
 
 def load_datasets(cfg: Config) -> dict[str, Any]:

@@ -19,7 +19,7 @@ def table_one(report: dict[str, Any]) -> str:
     for d in sets:
         headers += [f"{PAPER_NAMES[d['dataset']]} ours (n={_n(d)})", f"{PAPER_NAMES[d['dataset']]} paper"]
     rows = []
-    for row in sets[0]["summary"]:
+    for row in dict.fromkeys(row for d in sets for row in d["summary"]):  # a --rows run may lack some
         cells = [row]
         for d in sets:
             s, paper = d["summary"].get(row), paper_accuracy(row, d["dataset"])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-from baselines.splitnn import SplitNNConfig, Widths, batches, run_splitnn, train_splitnn
+from baselines.splitnn import SplitNNConfig, Widths, batch_positions, batches, run_splitnn, train_splitnn
 from protocols.errors import InputError
 from securefl.data import PartyTable, VerticalDataset, VerticalSplit, stfl_split
 
@@ -44,6 +45,17 @@ def test_batch_order_is_seeded_and_covers_every_row() -> None:
     assert sorted(sum(first, [])) == sorted(ids)
     assert first == list(batches(list(reversed(ids)), 4, seed=1, epoch=0))
     assert first != list(batches(ids, 4, seed=1, epoch=1))
+
+
+@pytest.mark.parametrize("epoch", [0, 3])
+def test_batch_positions_follow_the_id_batches_over_the_sorted_ids(epoch: int) -> None:
+    # Arrange: IDs whose sorted order differs from their given order
+    ids = [f"r{i}" for i in (5, 1, 9, 0, 7, 3, 8, 2, 6, 4, 10)]
+    ordered = sorted(ids)
+    # Act
+    positions = list(batch_positions(len(ids), 4, 1, epoch, torch.device("cpu")))
+    # Assert: position batches name the very IDs of the ID batches
+    assert [[ordered[i] for i in p.tolist()] for p in positions] == list(batches(ids, 4, seed=1, epoch=epoch))
 
 
 def test_training_is_deterministic_and_learns() -> None:

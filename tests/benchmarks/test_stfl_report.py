@@ -241,3 +241,29 @@ def test_workers_below_one_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as stop:
         stfl.parse_args(["--workers", "0"])
     assert stop.value.code == 2 and "--workers must be at least 1" in capsys.readouterr().err
+
+
+def test_rows_keeps_the_named_rows_in_table_one_order():
+    cfg = stfl.parse_args(["--he", "ckks", "--rows", "stfl,he-vfl ckks", "--json", "unused.json"])
+
+    assert [name for name, _, _ in stfl._methods(cfg)] == ["he-vfl ckks", "stfl"]
+    assert cfg.rows == ("stfl", "he-vfl ckks")
+
+
+def test_an_unknown_row_is_a_usage_error_naming_the_choices(capsys):
+    with pytest.raises(SystemExit) as stop:
+        stfl.parse_args(["--he", "ckks", "--rows", "stfl,he-vfl paillier"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "--rows: unknown row 'he-vfl paillier'" in err and "he-vfl ckks" in err
+
+
+def test_table_one_shows_a_row_that_only_a_later_dataset_ran():
+    # Arrange: breast ran STFL alone; credit ran STFL and HE-VFL
+    first = {"stfl": [_result(0.93)]}
+    later = {"stfl": [_result(0.93)], "he-vfl ckks": [_result(0.92)]}
+    report = {"datasets": [{"dataset": "breast", "runs": first, "summary": summarize(first)},
+                           {"dataset": "give_credit", "runs": later, "summary": summarize(later)}]}
+    # Act
+    rows = [line for line in table_one(report).splitlines() if line.startswith("| he-vfl ckks")]
+    # Assert: the HE-VFL row, a dash under breast
+    assert len(rows) == 1 and "| — | 92.04 |" in rows[0] and "92.00 ± 0.00" in rows[0]
