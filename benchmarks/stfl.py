@@ -69,6 +69,7 @@ class Config:
     gpu_json: Path | None = None
     workers: int = 1
     rows: tuple[str, ...] | None = None
+    cuda_graphs: bool = True
 
 
 def parse_args(argv: Sequence[str] | None) -> Config:
@@ -85,6 +86,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--paillier-max-steps", type=int, default=0,
                    help="same for Paillier (about 5 s a step here, so extrapolated by default)")
     p.add_argument("--he-timed-steps", type=int, default=5, help="steps timed when extrapolating")
+    p.add_argument("--no-cuda-graphs", dest="cuda_graphs", action="store_false",
+                   help="on --device cuda, train STFL and the plaintext baselines eagerly, not as CUDA graph replays")
     p.add_argument("--rows", default=None,
                    help="only these Table I rows, comma-separated (e.g. 'stfl,he-vfl ckks'); default every row")
     p.add_argument("--workers", type=int, default=1,
@@ -115,7 +118,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                  ckks_max_steps=a.ckks_max_steps, paillier_max_steps=a.paillier_max_steps,
                  he_timed_steps=a.he_timed_steps, json_path=a.json,
                  markdown_path=a.markdown, data_dir=a.data_dir,
-                 merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json, workers=a.workers)
+                 merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json, workers=a.workers,
+                 cuda_graphs=a.cuda_graphs)
     return cfg if a.rows is None else replace(cfg, rows=_chosen_rows(p, a.rows, cfg))
 
 
@@ -153,24 +157,30 @@ def load_datasets(cfg: Config) -> dict[str, Any]:
         raise SystemExit(f"python -m benchmarks.stfl: {err}") from None
 
 
-def run_dataset(name: str, dataset: Any, cfg: Config) -> dict[str, Any]:
-    """Every (seed, method) cell of ``name``, on ``cfg.workers`` processes; Table I's runs and summary."""
-    jobs = [(dataset, cfg, seed, index) for seed in range(cfg.seeds) for index in range(len(_methods(cfg)))]
+def run_datasets(datasets: dict[str, Any], cfg: Config) -> list[dict[str, Any]]:
+    """Every (dataset, seed, method) cell, on ``cfg.workers`` processes; Table I's runs and summary per dataset.
+
+    With several workers the cells of every dataset share one pool, so a small
+    dataset's cells fill the workers while a large one's run."""
+    count = len(_methods(cfg))
+    jobs = [(name, data, cfg, seed, index) for name, data in datasets.items() for seed in range(cfg.seeds)
+            for index in range(count)]
     if cfg.workers == 1:
-        cells = [_show(name, run_cell(*job)) for job in jobs]
+        cells = [_show(run_cell(*job)) for job in jobs]
     else:
         from benchmarks.pool import map_jobs
 
         cells = map_jobs(run_cell, jobs, workers=cfg.workers, initializer=_init_worker,
-                         on_done=lambda cell, *_: _show(name, cell))
-    runs: dict[str, list[dict]] = {}
-    for row, _seed, result, _wall in cells:  # job order: seeds ascending within each row
-        runs.setdefault(row, []).append(result)
-    return {"dataset": name, "rows": dataset.active.n_rows, "runs": runs, "summary": summarize(runs)}
+                         on_done=lambda cell, *_: _show(cell))
+    runs: dict[str, dict[str, list[dict]]] = {name: {} for name in datasets}
+    for name, row, _seed, result, _wall in cells:  # job order: seeds ascending within each row
+        runs[name].setdefault(row, []).append(result)
+    return [{"dataset": name, "rows": datasets[name].active.n_rows, "runs": runs[name],
+             "summary": summarize(runs[name])} for name in datasets]
 
 
-def run_cell(dataset: Any, cfg: Config, seed: int, index: int) -> tuple[str, int, dict, float]:
-    """Method ``index`` (Table I order) on ``seed``'s split: (row, seed, result, wall seconds)."""
+def run_cell(name: str, dataset: Any, cfg: Config, seed: int, index: int) -> tuple[str, str, int, dict, float]:
+    """Method ``index`` (Table I order) on ``seed``'s split: (dataset, row, seed, result, wall seconds)."""
     from securefl.data import stfl_split
     from securefl.runtime import GPUPeak
 
@@ -180,12 +190,12 @@ def run_cell(dataset: Any, cfg: Config, seed: int, index: int) -> tuple[str, int
     with GPUPeak(cfg.device) as peak:
         result = runner(split, cfg, seed)
     peak.into(result)
-    return row, seed, result, time.perf_counter() - start
+    return name, row, seed, result, time.perf_counter() - start
 
 
-def _show(name: str, cell: tuple[str, int, dict, float]) -> tuple[str, int, dict, float]:
+def _show(cell: tuple[str, str, int, dict, float]) -> tuple[str, str, int, dict, float]:
     """Print one finished cell (as it ends, when cells run on workers)."""
-    row, seed, result, wall = cell
+    name, row, seed, result, wall = cell
     mode = f", {result['mode']}" if "mode" in result else ""
     print(f"{name} seed {seed} {row}: accuracy {result['metrics']['accuracy']:.4f}"
           f" ({wall:.1f} s{mode})", flush=True)
@@ -276,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["seal_rotation_ms"] = round(seal_rotation_ms(), 3)
     run_meta = {k: report[k] for k in ("date", "commit", "quick", "device", "settings", "command",
                                        "seal_rotation_ms")}
-    report["datasets"] = [{**run_dataset(name, data, cfg), "run": run_meta} for name, data in datasets.items()]
+    report["datasets"] = [{**d, "run": run_meta} for d in run_datasets(datasets, cfg)]
     if old is not None:
         report = merge_reports(old, report)
     write_json(cfg.json_path, report)

@@ -26,7 +26,8 @@ ACTIVATION_BOUND = {"give_credit": 512.0}  # the most packed CKKS allows
 def _train_config(cfg: Any, seed: int) -> Any:
     from securefl.algorithms.stfl import STFLConfig
 
-    return STFLConfig(epochs=cfg.epochs, vae_epochs=cfg.epochs, seed=seed, device=cfg.device)
+    return STFLConfig(epochs=cfg.epochs, vae_epochs=cfg.epochs, seed=seed, device=cfg.device,
+                      cuda_graphs=cfg.cuda_graphs)
 
 
 def run_centralized_row(split: VerticalSplit, cfg: Any, seed: int) -> dict[str, Any]:

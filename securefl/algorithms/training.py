@@ -40,6 +40,10 @@ class TrainConfig:
     networks are tiny (hidden width 5 n, batches of 128), so extra threads only add
     synchronisation, and each party already trains in its own thread or process
     (on 2 shared cores, 2 threads made the VAE loop about 5x slower than 1).
+
+    ``cuda_graphs`` (used on a CUDA device only) replays each training step as a CUDA
+    graph, which removes the per-kernel launch cost that dominates these tiny steps
+    (:mod:`securefl.algorithms.graphed`); turn it off to train eagerly on the GPU.
     """
 
     epochs: int = 100
@@ -49,6 +53,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     threads: int | None = 1
+    cuda_graphs: bool = True
     progress: Progress | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -59,6 +64,7 @@ class TrainConfig:
         check.seed(owner, self.seed)
         check.device(owner, self.device)
         check.positive_int(owner, "threads", self.threads, optional=True)
+        check.flag(owner, "cuda_graphs", self.cuda_graphs)
         check.callback(owner, "progress", self.progress)
 
     def settings(self) -> dict[str, Any]:
@@ -80,28 +86,64 @@ def as_tensor(x: np.ndarray, device: torch.device, dtype: torch.dtype = torch.fl
 
 def fit(model: nn.Module, loss_fn: Callable[..., torch.Tensor], tensors: tuple[torch.Tensor, ...], *,
         epochs: int, batch_size: int, lr: float, generator: torch.Generator,
-        progress: Progress | None = None, threads: int | None = None) -> list[float]:
-    """Adam on ``loss_fn(*batch)`` over shuffled index batches; the mean loss per epoch."""
+        progress: Progress | None = None, threads: int | None = None, noise_width: int = 0,
+        cuda_graphs: bool = False) -> list[float]:
+    """Adam on ``loss_fn(*batch)`` over shuffled index batches; the mean loss per epoch.
+
+    With ``noise_width``, ``loss_fn`` also gets a standard normal ``(batch, noise_width)``
+    tensor drawn from ``generator`` after the batch's order (the VAE's reparameterisation
+    noise). With ``cuda_graphs`` on a CUDA device each step is a graph replay
+    (:mod:`securefl.algorithms.graphed`); elsewhere the flag changes nothing.
+    """
     n = int(tensors[0].shape[0])
     if n == 0:
         raise InputError("cannot train on zero rows")
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = torch.zeros(epochs, device=tensors[0].device)
     model.train()
+    device = tensors[0].device
     with intra_op_threads(threads):
+        if cuda_graphs and device.type == "cuda":
+            step = _graphed_step(model, loss_fn, tensors, lr=lr, batch_size=batch_size, generator=generator,
+                                 noise_width=noise_width)
+        else:
+            step = _eager_step(model, loss_fn, tensors, lr=lr, generator=generator, noise_width=noise_width)
+        losses = torch.zeros(epochs, device=device)
         for epoch in range(epochs):
             order = torch.randperm(n, generator=generator, device=generator.device)
-            for start in range(0, n, batch_size):
-                idx = order[start:start + batch_size]
-                loss = loss_fn(*(t[idx] for t in tensors))
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                losses[epoch] += loss.detach() * len(idx)
+            for rows in order.split(batch_size):
+                losses[epoch] += step(rows) * len(rows)
             if progress is not None:
                 progress(epoch + 1, epochs)
     model.eval()
     return [v / n for v in losses.tolist()]
+
+
+Step = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _eager_step(model: nn.Module, loss_fn: Callable[..., torch.Tensor], tensors: tuple[torch.Tensor, ...], *,
+                lr: float, generator: torch.Generator, noise_width: int) -> Step:
+    """One optimizer step on the rows at the given positions; returns the batch's loss, detached."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+
+    def step(rows: torch.Tensor) -> torch.Tensor:
+        batch = [t[rows] for t in tensors]
+        if noise_width:
+            batch.append(torch.randn((len(rows), noise_width), generator=generator, device=generator.device))
+        loss = loss_fn(*batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    return step
+
+
+def _graphed_step(model: nn.Module, loss_fn: Callable[..., torch.Tensor], tensors: tuple[torch.Tensor, ...], *,
+                  lr: float, batch_size: int, generator: torch.Generator, noise_width: int) -> Step:
+    from securefl.algorithms.graphed import GraphedSteps
+
+    return GraphedSteps(model, loss_fn, tensors, lr=lr, batch_size=batch_size, generator=generator,
+                        noise_width=noise_width).step
 
 
 def fit_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, config: TrainConfig,
@@ -111,15 +153,16 @@ def fit_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, config
         return F.binary_cross_entropy_with_logits(model(xb).squeeze(1), yb)
 
     return fit(model, loss_fn, (x, y), epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
-               generator=generator, progress=progress, threads=config.threads)
+               generator=generator, progress=progress, threads=config.threads, cuda_graphs=config.cuda_graphs)
 
 
 def fit_vae(vae: VAE, x: torch.Tensor, *, epochs: int, config: TrainConfig,
             generator: torch.Generator) -> list[float]:
     """Pretrain ``vae`` on ``x`` with eq. 5; the reparameterisation noise comes from ``generator``.
     ``config.progress``, if any, is called after each epoch."""
-    return fit(vae, lambda xb: vae.loss(xb, generator), (x,), epochs=epochs, batch_size=config.batch_size,
-               lr=config.lr, generator=generator, progress=config.progress, threads=config.threads)
+    return fit(vae, lambda xb, noise: vae.loss(xb, noise=noise), (x,), epochs=epochs, noise_width=vae.latent,
+               batch_size=config.batch_size, lr=config.lr, generator=generator, progress=config.progress,
+               threads=config.threads, cuda_graphs=config.cuda_graphs)
 
 
 def predict_scores(model: nn.Module, x: torch.Tensor) -> np.ndarray:

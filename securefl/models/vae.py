@@ -47,10 +47,14 @@ class VAE(nn.Module):
         h = self.body(x)
         return self.mu(h), self.logvar(h)
 
-    def loss(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Eq. 5 on a batch: mean over rows of KL + Gaussian reconstruction NLL."""
+    def loss(self, x: torch.Tensor, generator: torch.Generator | None = None, *,
+             noise: torch.Tensor | None = None) -> torch.Tensor:
+        """Eq. 5 on a batch: mean over rows of KL + Gaussian reconstruction NLL.
+
+        The reparameterisation noise is ``noise`` (standard normal, ``(rows, latent)``)
+        if given, else drawn here from ``generator``."""
         mu, logvar = self(x)
-        eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
+        eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype) if noise is None else noise
         z = mu + eps * torch.exp(0.5 * logvar)
         recon = self.decoder(z)
         nll = 0.5 * (recon - x).pow(2).sum(dim=1)

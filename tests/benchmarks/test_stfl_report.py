@@ -204,16 +204,16 @@ def test_bytes_project_setup_once_training_messages_per_step_and_the_rest_per_ba
     assert projected == 100 + 1000 + 130 + 100
 
 
-def _tiny_dataset():
+def _tiny_dataset(rows=80, name="breast"):
     import numpy as np
 
     from securefl.data import PartyTable, VerticalDataset
 
     rng = np.random.default_rng(0)
-    xa, xp = rng.normal(size=(80, 3)), rng.normal(size=(80, 2))
-    ids = tuple(f"u{i:03d}" for i in range(80))
+    xa, xp = rng.normal(size=(rows, 3)), rng.normal(size=(rows, 2))
+    ids = tuple(f"u{i:03d}" for i in range(rows))
     labels = (xa[:, 0] + xp[:, 0] > 0).astype(np.int64)
-    return VerticalDataset("breast", PartyTable("active", ids, xa, ("a0", "a1", "a2"), labels=labels),
+    return VerticalDataset(name, PartyTable("active", ids, xa, ("a0", "a1", "a2"), labels=labels),
                            (PartyTable("passive", ids, xp, ("p0", "p1")),))
 
 
@@ -224,17 +224,20 @@ def test_cells_on_workers_give_the_results_of_cells_run_one_by_one(monkeypatch):
     monkeypatch.setattr(stfl, "_methods", lambda cfg: [("centralized", False, run_centralized_row),
                                                         ("stfl", False, run_stfl_row)])
     cfg = stfl.parse_args(["--datasets", "breast", "--seeds", "2", "--epochs", "3", "--json", "unused.json"])
-    dataset = _tiny_dataset()
+    datasets = {"breast": _tiny_dataset(80), "default_credit": _tiny_dataset(120, "default_credit")}
     # Act
-    alone = stfl.run_dataset("breast", dataset, cfg)
-    pooled = stfl.run_dataset("breast", dataset, dataclasses.replace(cfg, workers=2))
-    # Assert: the same rows, seeds in order, the same accuracies
+    alone = stfl.run_datasets(datasets, cfg)
+    pooled = stfl.run_datasets(datasets, dataclasses.replace(cfg, workers=3))
+    # Assert: each dataset's rows, seeds in order, the same accuracies
     def accuracies(report):
         return {row: [r["metrics"]["accuracy"] for r in runs] for row, runs in report["runs"].items()}
 
-    assert list(pooled["runs"]) == ["centralized", "stfl"]
-    assert accuracies(pooled) == accuracies(alone)
-    assert [r["seed"] for r in pooled["runs"]["stfl"]] == [0, 1]
+    assert [d["dataset"] for d in pooled] == ["breast", "default_credit"]
+    assert [list(d["runs"]) for d in pooled] == [["centralized", "stfl"]] * 2
+    assert [accuracies(d) for d in pooled] == [accuracies(d) for d in alone]
+    assert [r["seed"] for r in pooled[1]["runs"]["stfl"]] == [0, 1]
+    assert {r["dataset"] for d in pooled for runs in d["runs"].values() for r in runs if d["dataset"] == "breast"} \
+        == {"breast"}
 
 
 def test_workers_below_one_is_a_usage_error(capsys):

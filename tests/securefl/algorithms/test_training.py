@@ -43,7 +43,34 @@ def test_config_defaults_are_the_papers_and_settings_are_json_ready():
     assert "progress" not in config.settings() and config.settings()["device"] == "cpu"
 
 
-@pytest.mark.parametrize("field,value", [("epochs", 0), ("batch_size", None), ("lr", -1.0), ("device", 3)])
+@pytest.mark.parametrize("field,value", [("epochs", 0), ("batch_size", None), ("lr", -1.0), ("device", 3),
+                                         ("cuda_graphs", "yes")])
 def test_bad_values_name_the_field(field, value):
     with pytest.raises(InputError, match=f"TrainConfig.{field}"):
         TrainConfig(**{field: value})
+
+
+def test_vae_noise_drawn_by_the_loop_is_what_the_vae_would_draw_itself():
+    # Arrange: two identical VAEs and generators; one draws its own noise, one gets it from fit
+    from securefl.models.vae import VAE
+
+    x = torch.randn(50, 6, generator=SeedPlan(0).torch("x"))
+    own, given = (VAE(6, generator=SeedPlan(0).torch("init")) for _ in range(2))
+    gen_own, gen_given = SeedPlan(0).torch("b"), SeedPlan(0).torch("b")
+    # Act
+    a = fit(own, lambda xb: own.loss(xb, gen_own), (x,), epochs=3, batch_size=16, lr=1e-2, generator=gen_own)
+    b = fit(given, lambda xb, noise: given.loss(xb, noise=noise), (x,), epochs=3, batch_size=16, lr=1e-2,
+            generator=gen_given, noise_width=given.latent)
+    # Assert: the same losses and weights, bit for bit
+    assert a == b
+    assert all(torch.equal(p, q) for p, q in zip(own.parameters(), given.parameters()))
+
+
+def test_cuda_graphs_change_nothing_off_a_gpu():
+    x, y = _data()
+    runs = []
+    for graphs in (False, True):
+        model = mlp(4, 20, generator=SeedPlan(0).torch("init"))
+        runs.append(fit_classifier(model, x, y, config=TrainConfig(epochs=3, batch_size=32, cuda_graphs=graphs),
+                                   generator=SeedPlan(0).torch("b")))
+    assert runs[0] == runs[1]
