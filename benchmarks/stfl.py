@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from benchmarks.checkpoint import CellLog, checkpoint_path
 from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata,
                                read_result, run_main, writable, write_json, write_text)
 
@@ -69,7 +70,8 @@ class Config:
     gpu_json: Path | None = None
     workers: int = 1
     rows: tuple[str, ...] | None = None
-    cuda_graphs: bool = True
+    cuda_graphs: bool = False
+    resume: bool = False
 
 
 def parse_args(argv: Sequence[str] | None) -> Config:
@@ -86,8 +88,11 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--paillier-max-steps", type=int, default=0,
                    help="same for Paillier (about 5 s a step here, so extrapolated by default)")
     p.add_argument("--he-timed-steps", type=int, default=5, help="steps timed when extrapolating")
-    p.add_argument("--no-cuda-graphs", dest="cuda_graphs", action="store_false",
-                   help="on --device cuda, train STFL and the plaintext baselines eagerly, not as CUDA graph replays")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the finished cells of a stopped run with the same settings and commit "
+                        "(kept in <json>.cells.jsonl as each ends) and run only the others")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="on --device cuda, train STFL and the plaintext baselines as CUDA graph replays (opt-in)")
     p.add_argument("--rows", default=None,
                    help="only these Table I rows, comma-separated (e.g. 'stfl,he-vfl ckks'); default every row")
     p.add_argument("--workers", type=int, default=1,
@@ -119,7 +124,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                  he_timed_steps=a.he_timed_steps, json_path=a.json,
                  markdown_path=a.markdown, data_dir=a.data_dir,
                  merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json, workers=a.workers,
-                 cuda_graphs=a.cuda_graphs)
+                 cuda_graphs=a.cuda_graphs, resume=a.resume)
     return cfg if a.rows is None else replace(cfg, rows=_chosen_rows(p, a.rows, cfg))
 
 
@@ -157,26 +162,35 @@ def load_datasets(cfg: Config) -> dict[str, Any]:
         raise SystemExit(f"python -m benchmarks.stfl: {err}") from None
 
 
-def run_datasets(datasets: dict[str, Any], cfg: Config) -> list[dict[str, Any]]:
+def run_datasets(datasets: dict[str, Any], cfg: Config, log: CellLog | None = None) -> list[dict[str, Any]]:
     """Every (dataset, seed, method) cell, on ``cfg.workers`` processes; Table I's runs and summary per dataset.
 
     With several workers the cells of every dataset share one pool, so a small
-    dataset's cells fill the workers while a large one's run."""
-    count = len(_methods(cfg))
+    dataset's cells fill the workers while a large one's run. With ``log`` each
+    finished cell is kept as it ends, and the cells it already holds are not rerun."""
+    cells = dict(log.done) if log is not None else {}
+    methods = [name for name, _, _ in _methods(cfg)]
     jobs = [(name, data, cfg, seed, index) for name, data in datasets.items() for seed in range(cfg.seeds)
-            for index in range(count)]
+            for index in range(len(methods)) if (name, methods[index], seed) not in cells]
+
+    def finished(cell: tuple[str, str, int, dict, float], *_: int) -> None:
+        _show(cell)
+        cells[cell[:3]] = {"result": cell[3], "wall": cell[4]}
+        if log is not None:
+            log.add(cell[:3], cells[cell[:3]])
+
     if cfg.workers == 1:
-        cells = [_show(run_cell(*job)) for job in jobs]
-    else:
+        for job in jobs:
+            finished(run_cell(*job))
+    elif jobs:
         from benchmarks.pool import map_jobs
 
-        cells = map_jobs(run_cell, jobs, workers=cfg.workers, initializer=_init_worker,
-                         on_done=lambda cell, *_: _show(cell))
-    runs: dict[str, dict[str, list[dict]]] = {name: {} for name in datasets}
-    for name, row, _seed, result, _wall in cells:  # job order: seeds ascending within each row
-        runs[name].setdefault(row, []).append(result)
-    return [{"dataset": name, "rows": datasets[name].active.n_rows, "runs": runs[name],
-             "summary": summarize(runs[name])} for name in datasets]
+        map_jobs(run_cell, jobs, workers=cfg.workers, initializer=_init_worker, on_done=finished)
+    out = []
+    for name, data in datasets.items():
+        runs = {row: [cells[(name, row, seed)]["result"] for seed in range(cfg.seeds)] for row in methods}
+        out.append({"dataset": name, "rows": data.active.n_rows, "runs": runs, "summary": summarize(runs)})
+    return out
 
 
 def run_cell(name: str, dataset: Any, cfg: Config, seed: int, index: int) -> tuple[str, str, int, dict, float]:
@@ -279,17 +293,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
     datasets = load_datasets(cfg)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path", "data_dir", "merge", "render_only", "gpu_json")}
+                if k not in ("json_path", "markdown_path", "data_dir", "merge", "render_only", "gpu_json", "resume")}
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=["benchmarks.stfl", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = "stfl"
     report["seal_rotation_ms"] = round(seal_rotation_ms(), 3)
     run_meta = {k: report[k] for k in ("date", "commit", "quick", "device", "settings", "command",
                                        "seal_rotation_ms")}
-    report["datasets"] = [{**d, "run": run_meta} for d in run_datasets(datasets, cfg)]
+    key = {"benchmark": "stfl", "commit": report["commit"], "device": cfg.device,
+           "settings": {k: v for k, v in settings.items() if k != "workers"}}  # cells do not depend on workers
+    log = CellLog.open(checkpoint_path(cfg.json_path), key, resume=cfg.resume)
+    if log.done:
+        print(f"--resume: {len(log.done)} finished cells kept from {log.path}", flush=True)
+        report["resumed_cells"] = len(log.done)
+    report["datasets"] = [{**d, "run": run_meta} for d in run_datasets(datasets, cfg, log)]
     if old is not None:
         report = merge_reports(old, report)
     write_json(cfg.json_path, report)
+    log.remove()
     print(f"wrote {cfg.json_path}")
     render(report, cfg, beside)
     return 0

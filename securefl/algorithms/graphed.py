@@ -12,10 +12,16 @@ replay, eagerly and in the eager loop's order, so the run draws the same random
 numbers as :func:`securefl.algorithms.training.fit` does without graphs. Adam runs
 with ``capturable=True``, whose bias correction is computed on the device and may
 round differently in the last bits.
+
+Status: opt-in (``TrainConfig.cuda_graphs``). On an H200 the graphed classifier
+and VAE trained as the eager loop does (tests/securefl/algorithms/test_graphed.py),
+but two threads capturing at once failed; captures are now serialised, and that
+fix has not yet run on a GPU.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Callable, Sequence
 
 import torch
@@ -23,6 +29,10 @@ from torch import nn
 
 LossFn = Callable[..., torch.Tensor]
 WARMUP_STEPS = 3  # eager steps on a side stream before capture, as torch's CUDA graph notes ask
+# torch allows one capture at a time in a process, and STFL's parties train in threads of
+# one process: two captures at once failed on an H200 (cudaErrorIllegalState at
+# capture_begin, on torch.cuda.graph's shared default capture stream).
+_ONE_CAPTURE = threading.Lock()
 
 
 class _Step:
@@ -59,7 +69,8 @@ class GraphedSteps:
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, capturable=True)
         sizes = sorted({min(batch_size, n), n % batch_size} - {0}, reverse=True)
         self.steps = {size: _Step(size, noise_width, device) for size in sizes}
-        self._capture([p for p in model.parameters() if p.requires_grad])
+        with _ONE_CAPTURE:
+            self._capture([p for p in model.parameters() if p.requires_grad])
 
     def _capture(self, params: list[nn.Parameter]) -> None:
         saved = [p.detach().clone() for p in params]
@@ -83,9 +94,9 @@ class GraphedSteps:
         self.generator.set_state(rng)
         for step in self.steps.values():
             self.optimizer.zero_grad(set_to_none=True)
-            # thread-local: STFL's parties train in threads of one process, and another
-            # party's ordinary CUDA work must not break (or be caught in) this capture
-            with torch.cuda.graph(step.graph, capture_error_mode="thread_local"):
+            # thread-local, on a stream of its own: another party's ordinary CUDA work in
+            # another thread must not break (or be caught in) this capture
+            with torch.cuda.graph(step.graph, stream=torch.cuda.Stream(), capture_error_mode="thread_local"):
                 step.loss = step.run(self.loss_fn, self.tensors, self.optimizer)
 
     def _draw_noise(self, step: _Step) -> None:

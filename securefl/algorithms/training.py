@@ -43,7 +43,7 @@ class TrainConfig:
 
     ``cuda_graphs`` (used on a CUDA device only) replays each training step as a CUDA
     graph, which removes the per-kernel launch cost that dominates these tiny steps
-    (:mod:`securefl.algorithms.graphed`); turn it off to train eagerly on the GPU.
+    (:mod:`securefl.algorithms.graphed`, opt-in until its thread fix has run on a GPU).
     """
 
     epochs: int = 100
@@ -53,7 +53,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     threads: int | None = 1
-    cuda_graphs: bool = True
+    cuda_graphs: bool = False
     progress: Progress | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:

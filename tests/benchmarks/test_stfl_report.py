@@ -270,3 +270,42 @@ def test_table_one_shows_a_row_that_only_a_later_dataset_ran():
     rows = [line for line in table_one(report).splitlines() if line.startswith("| he-vfl ckks")]
     # Assert: the HE-VFL row, a dash under breast
     assert len(rows) == 1 and "| — | 92.04 |" in rows[0] and "92.00 ± 0.00" in rows[0]
+
+
+def test_a_stopped_run_resumes_with_its_finished_cells_and_runs_only_the_rest(tmp_path, monkeypatch):
+    # Arrange: two cheap methods x 2 seeds; the first run stops in its third cell
+    from benchmarks.stfl_runs import run_centralized_row, run_stfl_row
+
+    monkeypatch.setattr(stfl, "_methods", lambda cfg: [("centralized", False, run_centralized_row),
+                                                        ("stfl", False, run_stfl_row)])
+    monkeypatch.setattr(stfl, "load_datasets", lambda cfg: {"breast": _tiny_dataset(80)})
+    monkeypatch.setattr(stfl, "seal_rotation_ms", lambda: 1.0)
+    real, ran = stfl.run_cell, []
+
+    def counted(*job):
+        ran.append(job[3:])
+        if len(ran) == 3 and stop_early:
+            raise KeyboardInterrupt
+        return real(*job)
+
+    monkeypatch.setattr(stfl, "run_cell", counted)
+    out = tmp_path / "stfl.json"
+    argv = ["--datasets", "breast", "--seeds", "2", "--epochs", "2", "--json", str(out)]
+    stop_early = True
+    with pytest.raises(KeyboardInterrupt):
+        stfl.main(argv)
+    assert not out.exists() and (tmp_path / "stfl.cells.jsonl").exists()
+    # Act
+    stop_early, ran[:] = False, []
+    stfl.main([*argv, "--resume"])
+    resumed = json.loads(out.read_text())
+    ran[:] = []
+    stfl.main(argv)
+    whole = json.loads(out.read_text())
+    # Assert: the resumed run ran the two cells left; its tables equal an uninterrupted run's
+    assert resumed["resumed_cells"] == 2 and "resumed_cells" not in whole and len(ran) == 4
+    def table(report):
+        return {row: [r["metrics"]["accuracy"] for r in runs] for row, runs in report["datasets"][0]["runs"].items()}
+
+    assert table(resumed) == table(whole)
+    assert not (tmp_path / "stfl.cells.jsonl").exists()

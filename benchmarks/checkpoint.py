@@ -1,0 +1,79 @@
+"""Finished benchmark cells kept on disk as they end, so that a stopped run can resume.
+
+A benchmark writes its result file only after its last cell, so an interrupted run
+leaves no half-written result. Meanwhile each finished cell goes to a checkpoint beside
+the result (``<result>.cells.jsonl``): one JSON line a cell, flushed as the cell ends.
+A run started with ``--resume`` reads the cells back and runs only the others. A
+checkpoint is tied to the settings, commit and device of the run that began it, and
+another run's cells are refused, never mixed in. It is removed once the result file
+is written. Only JSON is read back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from securefl.results import strict_json
+
+
+def checkpoint_path(result: Path) -> Path:
+    """Where the cells of a run writing ``result`` are kept."""
+    return result.with_name(result.stem + ".cells.jsonl")
+
+
+class CellLog:
+    """The checkpoint of one run: ``done`` maps a cell's id (a list of names) to what was stored."""
+
+    def __init__(self, path: Path, key: dict[str, Any], done: dict[tuple, dict[str, Any]]) -> None:
+        self.path, self.key, self.done = path, key, done
+
+    @classmethod
+    def open(cls, path: Path, key: dict[str, Any], *, resume: bool) -> "CellLog":
+        """The cells of an earlier run with this ``key`` if ``resume``; else a fresh checkpoint.
+
+        SystemExit (one line) if ``resume`` finds the cells of a run with another key or
+        a damaged line other than the last (a run killed mid-write leaves at most that).
+        """
+        key = json.loads(json.dumps(strict_json(key)))  # as it reads back: tuples become lists
+        done = _read(path, key) if resume and path.exists() else {}
+        if not resume and path.exists():
+            print(f"{path}: starting afresh (--resume would have kept its cells)", flush=True)
+        if not done:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"checkpoint": key}) + "\n")
+        return cls(path, key, done)
+
+    def add(self, cell: tuple, stored: dict[str, Any]) -> None:
+        """Append one finished cell and flush it to disk."""
+        line = json.dumps({"cell": list(cell), **strict_json(stored)}, allow_nan=False)
+        with open(self.path, "a") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def remove(self) -> None:
+        """Delete the checkpoint (its run's result file is written)."""
+        self.path.unlink(missing_ok=True)
+
+
+def _read(path: Path, key: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
+    lines = path.read_text().splitlines()
+    records = []
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines):  # cut short when its run was killed: that cell reruns
+                break
+            raise SystemExit(f"--resume: {path} line {number} is not JSON; delete the file to start afresh") \
+                from None
+    if not records or records[0].get("checkpoint") != key:
+        raise SystemExit(f"--resume: {path} holds the cells of a run with other settings, commit or device;"
+                         " delete it to start afresh")
+    return {tuple(r.pop("cell")): r for r in records[1:]}
+
+
+__all__ = ["CellLog", "checkpoint_path"]
