@@ -1,8 +1,8 @@
 """Reproduce the STFL paper's Table I (accuracy) and Table III (training time).
 
     python -m benchmarks.stfl [--quick] [--device cuda] [--datasets breast,default_credit,give_credit]
-                              [--seeds 5] [--epochs 100] [--workers 1] --json FILE [--markdown FILE]
-                              [--merge] [--render-only]
+                              [--seeds 5] [--epochs 100] [--workers 1] [--rows ROWS] [--resume]
+                              [--cuda-graphs] --json FILE [--markdown FILE] [--merge] [--render-only]
 
 ``--merge`` adds the datasets run now to an existing result file (replacing
 those of the same name); each dataset keeps the date, commit, command and host of
@@ -21,7 +21,11 @@ through the protocol and extrapolated; both are labelled as such in the output.
 ``--workers N`` runs the (seed, method) cells on N processes at once: for a
 machine with many cores, such as a GPU host. Cells that share the machine slow
 each other, so their seconds are an upper bound on a cell run alone; the result
-records the worker count.
+records the worker count. ``--rows`` runs only the named Table I rows.
+
+Each finished cell is kept in ``<json>.cells.jsonl`` as it ends
+(:mod:`benchmarks.checkpoint`); after a stop, ``--resume`` keeps those cells and
+runs the rest.
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ class Config:
     resume: bool = False
 
 
-def parse_args(argv: Sequence[str] | None) -> Config:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.stfl", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="breast only, 2 seeds, 10 epochs (labelled quick)")
     p.add_argument("--datasets", default=",".join(DATASETS))
@@ -107,6 +111,11 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                    help="rewrite the Markdown from an existing --json file without running anything")
     p.add_argument("--gpu-json", type=Path, default=None,
                    help="a --device cuda result of this benchmark: Table III shows its seconds and GPU memory beside")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None) -> Config:
+    p = _parser()
     a = p.parse_args(argv)
     a.json = a.json or RESULTS_DIR / ("stfl.quick.json" if a.quick else "stfl.json")
     datasets = ("breast",) if a.quick else dataset_names(p, a.datasets, DATASETS)
@@ -306,7 +315,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if log.done:
         print(f"--resume: {len(log.done)} finished cells kept from {log.path}", flush=True)
         report["resumed_cells"] = len(log.done)
-    report["datasets"] = [{**d, "run": run_meta} for d in run_datasets(datasets, cfg, log)]
+    try:
+        report["datasets"] = [{**d, "run": run_meta} for d in run_datasets(datasets, cfg, log)]
+    except BaseException:
+        print(f"benchmarks.stfl: the finished cells are kept in {log.path}; the same command with --resume"
+              " runs only the others", file=sys.stderr)
+        raise
     if old is not None:
         report = merge_reports(old, report)
     write_json(cfg.json_path, report)

@@ -272,7 +272,7 @@ def test_table_one_shows_a_row_that_only_a_later_dataset_ran():
     assert len(rows) == 1 and "| — | 92.04 |" in rows[0] and "92.00 ± 0.00" in rows[0]
 
 
-def test_a_stopped_run_resumes_with_its_finished_cells_and_runs_only_the_rest(tmp_path, monkeypatch):
+def test_a_stopped_run_resumes_with_its_finished_cells_and_runs_only_the_rest(tmp_path, monkeypatch, capsys):
     # Arrange: two cheap methods x 2 seeds; the first run stops in its third cell
     from benchmarks.stfl_runs import run_centralized_row, run_stfl_row
 
@@ -295,6 +295,7 @@ def test_a_stopped_run_resumes_with_its_finished_cells_and_runs_only_the_rest(tm
     with pytest.raises(KeyboardInterrupt):
         stfl.main(argv)
     assert not out.exists() and (tmp_path / "stfl.cells.jsonl").exists()
+    assert "the same command with --resume" in capsys.readouterr().err
     # Act
     stop_early, ran[:] = False, []
     stfl.main([*argv, "--resume"])
