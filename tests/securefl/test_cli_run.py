@@ -148,8 +148,9 @@ def test_ctrl_c_while_the_libraries_load_is_one_line(monkeypatch, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["stfl"], "passive party 'passive': VAE pretraining diverged"),
-    (["he-vfl", "--he", "ckks"], "passive party 'passive', step 2: |value|"),
-    (["he-vfl", "--he", "paillier"], "training is likely diverging: a lower learning rate may help"),
+    (["he-vfl", "--he", "ckks", "--batch-size", "16"], "passive party 'passive', step 2: |value|"),
+    (["he-vfl", "--he", "paillier", "--batch-size", "16"],  # 16 rows a step: Paillier's cost is per row
+     "training is likely diverging: a lower learning rate may help"),
 ])
 def test_a_diverging_run_is_named_as_such(capsys, argv, message):
     # Act: Adam at lr 9 on the bundled data diverges within a few steps

@@ -20,10 +20,10 @@ SETTINGS = ["--epochs", "20", "--lr", "0.01", "--seed", "4", "--no-progress"]
 RUN = [sys.executable, "-m", "securefl", "run", "stfl", *SETTINGS]
 
 
-def _party_files(folder, passive=1):
-    """An active file (labels, two features) and ``passive`` passive files whose IDs partly overlap it."""
+def _party_files(folder, passive=1, n=400):
+    """An active file (labels, two features; ``n`` rows) and ``passive`` passive files whose IDs partly
+    overlap it."""
     rng = np.random.default_rng(1)
-    n = 400
     x = rng.normal(size=(n, 2 + 2 * passive))
     ids = np.array([f"u{i}" for i in range(n)])
     y = (x[:, 0] + x[:, 2] > 0).astype(int)
@@ -58,7 +58,7 @@ def _start(argv, files, names, folder, port):
 ], ids=["stfl", "stfl-3-parties", "he-vfl", "he-vfl-all-data"])
 def test_one_party_per_process_gives_the_simulations_result(tmp_path, method_args, passive):
     # Arrange: the same files and seed, once with every file here (the names it defaults to)
-    files = _party_files(tmp_path, passive)
+    files = _party_files(tmp_path, passive, n=400 if method_args[0] == "stfl" else 200)  # Paillier: per row
     names = ["active", "passive"] if passive == 1 else ["active", "passive1", "passive2"]
     local, argv = tmp_path / "local.json", [method_args[0], *SETTINGS, *method_args[1:]]
     assert main(["run", *argv, "--party-csv", *map(str, files), "--json", str(local)]) == 0
