@@ -259,7 +259,7 @@ def run_he_vfl(split: VerticalSplit, config: HEVFLConfig | None = None, *,
                   seconds=run.seconds, bytes=run.bytes,
                   bytes_per_party={name: comm["bytes_sent"] for name, comm in run.comm.items()},
                   bytes_per_tag={name: comm["per_tag"] for name, comm in run.comm.items()},
-                  settings=config.settings())
+                  settings=config.settings(), **run.gpu_fields())
     return result
 
 

@@ -34,12 +34,18 @@ longer (PSI blinding in a process pool) waits in Python, which interpreter exit 
 
 @dataclass
 class RunResult:
-    """What a run produced: each party's return value, traffic and delivery log."""
+    """What a run produced: each party's return value, traffic and delivery log.
+
+    ``gpu_peak_mib``: with the torch backend, each party process that used CUDA reports its own
+    peak GPU memory. In one process the parties share one counter, so a caller measures the
+    whole run instead, and this stays empty.
+    """
 
     results: dict[str, Any]
     comm: dict[str, dict[str, Any]]
     seconds: float
     logs: dict[str, list[Message]] = field(default_factory=dict)
+    gpu_peak_mib: dict[str, float] = field(default_factory=dict)
 
     @property
     def bytes(self) -> int:
@@ -49,6 +55,12 @@ class RunResult:
     @property
     def messages(self) -> int:
         return sum(c["messages_sent"] for c in self.comm.values())
+
+    def gpu_fields(self) -> dict[str, Any]:
+        """For a result object: the largest party peak and each party's, or nothing if none was measured."""
+        if not self.gpu_peak_mib:
+            return {}
+        return {"gpu_peak_mib": max(self.gpu_peak_mib.values()), "gpu_peak_mib_per_party": dict(self.gpu_peak_mib)}
 
 
 def run_parties(roles: Mapping[str, Role], *, kwargs: Mapping[str, Mapping[str, Any]] | None = None,

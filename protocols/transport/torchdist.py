@@ -259,12 +259,21 @@ def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, 
         with TorchDistTransport(name, parties, host="127.0.0.1", port=port, timeout=timeout,
                                 record=record) as transport:
             value = role(transport, **kwargs)
-        results.put((name, "ok", value, transport.meter.to_dict(), transport.log if record else []))
+        results.put((name, "ok", value, transport.meter.to_dict(), transport.log if record else [],
+                     _own_gpu_peak()))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
-        results.put((name, "error", _portable(exc), None, []))
+        results.put((name, "error", _portable(exc), None, [], None))
     results.close()
     results.join_thread()  # the report is with the launcher before a hard exit could drop it
     exit_status(0)
+
+
+def _own_gpu_peak() -> float | None:
+    """The most GPU memory (MiB) torch's tensors took in this party's process, or None if it never
+    used CUDA. Each party of a torch-backend run is a process of its own, so the counter is its own."""
+    if not torch.cuda.is_initialized():
+        return None
+    return round(max(torch.cuda.max_memory_allocated(d) for d in range(torch.cuda.device_count())) / 2**20, 1)
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -284,12 +293,12 @@ _GUARD_HINT = ("each party process of the torch backend imports the main script 
 
 
 def _collect(procs: list[Any], parties: tuple[str, ...], results: Any) -> dict[str, tuple]:
-    """Each party's (status, value, meter, log) from the queue; ProtocolError if one dies silently."""
+    """Each party's (status, value, meter, log, GPU peak) from the queue; ProtocolError if one dies silently."""
     collected: dict[str, tuple] = {}
     while len(collected) < len(parties):
         try:
-            name, status, value, meter, log = results.get(timeout=1.0)
-            collected[name] = (status, value, meter, log)
+            name, *report = results.get(timeout=1.0)
+            collected[name] = tuple(report)
         except queue.Empty:
             dead = [p for p in procs if not p.is_alive() and p.name[6:] not in collected]
             if dead and results.empty():
@@ -334,4 +343,5 @@ def run_parties_torch(roles: Mapping[str, Any], *, kwargs: Mapping[str, Mapping[
         raise _first_cause(failures)
     return RunResult(results={n: c[1] for n, c in collected.items()}, seconds=seconds,
                      comm={n: c[2] for n, c in collected.items()},
-                     logs={n: c[3] for n, c in collected.items()})
+                     logs={n: c[3] for n, c in collected.items()},
+                     gpu_peak_mib={n: c[4] for n, c in collected.items() if c[4] is not None})

@@ -233,7 +233,7 @@ def run_chfl(partition: CHFLPartition, config: CHFLConfig, *, secure_agg: bool =
         "bytes_per_party": {name: c["bytes_sent"] for name, c in run.comm.items()},
         "settings": {**config.settings(), **partition.settings, "secure_aggregation": secure_agg,
                      "backend": backend, "average": "unweighted mean of the clients' common columns"},
-        "clients": clients,
+        "clients": clients, **run.gpu_fields(),
     }
     if record:
         result["logs"] = run.logs

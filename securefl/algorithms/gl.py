@@ -302,7 +302,7 @@ def method_result(method: str, dataset: str, config: GLConfig, outcome: dict[str
             "bytes": run.bytes if run is not None else 0,
             "round_seconds": rounds, "rounds": len(rounds),
             "mean_round_seconds": float(np.mean(rounds)) if rounds else None,
-            "settings": {**config.settings(), **(settings or {})}}
+            "settings": {**config.settings(), **(settings or {})}, **(run.gpu_fields() if run is not None else {})}
 
 
 def run_gl(clients: Sequence[ClientData], config: GLConfig, *, dataset: str = "gl", backend: str = "inprocess"

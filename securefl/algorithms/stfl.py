@@ -238,7 +238,7 @@ def run_stfl(split: VerticalSplit, config: STFLConfig, *, backend: str = "inproc
         method="stfl", dataset=ds.name, seed=config.seed, device=str(device), metrics=active["metrics"],
         seconds=run.seconds, bytes=run.bytes, phases=phases,
         bytes_per_party={name: c["bytes_sent"] for name, c in run.comm.items()}, settings=settings,
-        extra={"parties": run.results, "intersection_size": active["intersection"]}).to_dict()
+        extra={"parties": run.results, "intersection_size": active["intersection"], **run.gpu_fields()}).to_dict()
     if record:
         result["logs"] = run.logs  # not through to_dict: its asdict would turn the messages into dicts
     return result

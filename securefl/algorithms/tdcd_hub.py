@@ -214,7 +214,8 @@ def tdcd_result(split: TieredSplit, config: TDCDConfig, run: Any, backend: str) 
                          "n_train": split.n_train, "n_test": split.n_test, "task": split.task,
                          "columns": [list(c) for c in split.columns], "backend": backend,
                          "aggregation": "secure (masked sums)" if config.secagg(clients).secure else "plain",
-                         "hub_exchange": "masked peer sum" if masks_exchange(config, split.silos) else "clear"}}
+                         "hub_exchange": "masked peer sum" if masks_exchange(config, split.silos) else "clear"},
+            **run.gpu_fields()}
 
 
 __all__ = ["HubExchange", "check_split", "evaluate", "masks_exchange", "owners", "plan_round", "run_tdcd", "share", "tdcd_hub", "tdcd_result",

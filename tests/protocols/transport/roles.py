@@ -85,3 +85,13 @@ def authenticated_ring(name, parties, port, keys, trust_of, results):
         results.put((name, value))
     except Exception as exc:  # noqa: BLE001 - reported to the test
         results.put((name, f"{type(exc).__name__}: {exc}"))
+
+
+def ring_on_a_fake_gpu(transport, *, peak_mib: float):
+    """``ring``, in a process whose CUDA counters say it used a GPU with this peak (no GPU needed)."""
+    import torch
+
+    torch.cuda.is_initialized = lambda: True
+    torch.cuda.device_count = lambda: 1
+    torch.cuda.max_memory_allocated = lambda device=None: peak_mib * 2**20
+    return ring(transport, length=4)

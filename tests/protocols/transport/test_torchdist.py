@@ -31,6 +31,23 @@ def test_same_role_code_gives_same_result_on_both_backends():
     assert local.bytes == remote.bytes
 
 
+def test_each_party_process_that_used_cuda_reports_its_own_gpu_peak():
+    # Arrange: two parties fake a GPU's counters in their own processes; the third uses none
+    parties = {"a": roles.ring_on_a_fake_gpu, "b": roles.ring_on_a_fake_gpu, "c": roles.ring}
+    kwargs = {"a": {"peak_mib": 3.0}, "b": {"peak_mib": 7.5}, "c": {"length": 4}}
+    # Act
+    run = run_parties(parties, backend="torch", kwargs=kwargs, timeout=60)
+    # Assert: each process its own peak; the one that used no GPU absent
+    assert run.gpu_peak_mib == {"a": 3.0, "b": 7.5}
+    assert run.gpu_fields() == {"gpu_peak_mib": 7.5, "gpu_peak_mib_per_party": {"a": 3.0, "b": 7.5}}
+
+
+def test_parties_in_one_process_report_no_per_party_gpu_peak():
+    run = run_parties({"a": roles.ring, "b": roles.ring})
+
+    assert run.gpu_peak_mib == {} and run.gpu_fields() == {}
+
+
 def test_party_processes_leave_ctrl_c_to_the_launcher():
     import signal
 

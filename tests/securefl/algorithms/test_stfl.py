@@ -209,3 +209,21 @@ def test_runs_unchanged_on_the_torch_backend_with_two_passive_parties():
     assert ticks == [(1, 3), (2, 3), (3, 3)]  # the active party's epochs, relayed from its process
     assert remote["parties"]["active"]["loss"] == pytest.approx(local["parties"]["active"]["loss"], rel=1e-5)
     assert remote["bytes_per_party"]["passive1"] > 0 and remote["bytes_per_party"]["passive2"] > 0
+
+
+def test_per_party_gpu_peaks_of_a_run_reach_the_result(monkeypatch):
+    # Arrange: the run reports what torch-backend party processes on a GPU would
+    import securefl.algorithms.stfl as stfl_module
+
+    def with_peaks(*args, **kwargs):
+        run = run_parties(*args, **kwargs)
+        run.gpu_peak_mib = {"active": 5.0, "passive1": 2.5}
+        return run
+
+    monkeypatch.setattr(stfl_module, "run_parties", with_peaks)
+    split = stfl_split(synthetic(n=120), seed=0)
+    # Act
+    result = run_stfl(split, STFLConfig(epochs=1, vae_epochs=1, batch_size=32))
+    # Assert
+    assert result["gpu_peak_mib"] == 5.0
+    assert result["gpu_peak_mib_per_party"] == {"active": 5.0, "passive1": 2.5}
