@@ -230,9 +230,10 @@ def train_splitnn(split: VerticalSplit, config: SplitNNConfig) -> dict[str, Any]
 
     train = _DeviceRows(active, passive, train_ids, (mean_a, std_a), (mean_p, std_p), device)
     net = _build(config, active.n_features, passive.n_features, device)
+    # foreach on every device: bit-identical updates, less per-step overhead than the CPU default
     adam = torch.optim.Adam([*net.bottom_active.parameters(), *net.top.parameters(),
-                             *net.bottom_passive.parameters()], lr=config.lr)
-    sgd = torch.optim.SGD([net.w_active, net.w_passive, net.bias], lr=config.interactive_lr)
+                             *net.bottom_passive.parameters()], lr=config.lr, foreach=True)
+    sgd = torch.optim.SGD([net.w_active, net.w_passive, net.bias], lr=config.interactive_lr, foreach=True)
     for epoch in range(config.epochs):
         for rows in batch_positions(len(train_ids), config.batch_size, config.seed, epoch, device):
             loss, _ = net.logits(*train.take(rows))

@@ -150,6 +150,9 @@ def run_main(main: Callable[[], int | None], name: str) -> int:
     A benchmark writes its files (atomically) only after its last job, so an interrupted
     run leaves every result file as it was; the line says so.
     """
+    from securefl.runtime.reproducible import reproducible_blas
+
+    reproducible_blas()  # the same seed gives the same numbers on every run (before any matrix product)
     try:
         return int(main() or 0)
     except KeyboardInterrupt:

@@ -44,6 +44,9 @@ def _run(argv: Sequence[str] | None) -> int:
     # error we turn into one line; it reads this once, when torch loads (set it to see them)
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
     try:
+        from securefl.runtime.reproducible import reproducible_blas  # imports torch: inside the Ctrl-C guard
+
+        reproducible_blas()  # before any matrix product: MKL reads it once
         parser = build_parser()  # imports torch and the commands: a second or two
     except KeyboardInterrupt:
         print("securefl: interrupted", file=sys.stderr)

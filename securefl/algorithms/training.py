@@ -122,8 +122,12 @@ Step = Callable[[torch.Tensor], torch.Tensor]
 
 def _eager_step(model: nn.Module, loss_fn: Callable[..., torch.Tensor], tensors: tuple[torch.Tensor, ...], *,
                 lr: float, generator: torch.Generator, noise_width: int) -> Step:
-    """One optimizer step on the rows at the given positions; returns the batch's loss, detached."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    """One optimizer step on the rows at the given positions; returns the batch's loss, detached.
+
+    Adam runs its multi-tensor (foreach) form on every device: on the CPU torch would pick the
+    per-tensor loop, whose Python overhead made a VAE step here 1.3x slower, with bit-identical
+    updates (checked on a classifier and a VAE)."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
 
     def step(rows: torch.Tensor) -> torch.Tensor:
         batch = [t[rows] for t in tensors]

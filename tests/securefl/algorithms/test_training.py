@@ -74,3 +74,23 @@ def test_cuda_graphs_change_nothing_off_a_gpu():
         runs.append(fit_classifier(model, x, y, config=TrainConfig(epochs=3, batch_size=32, cuda_graphs=graphs),
                                    generator=SeedPlan(0).torch("b")))
     assert runs[0] == runs[1]
+
+
+def test_fit_matches_a_plain_reference_loop_bit_for_bit():
+    # Arrange: the textbook loop (per-tensor Adam, index batches from one permutation an epoch)
+    import torch.nn.functional as F
+
+    x, y = _data(150)
+    reference, ours = (mlp(4, 20, generator=SeedPlan(0).torch("init")) for _ in range(2))
+    gen = SeedPlan(0).torch("b")
+    adam = torch.optim.Adam(reference.parameters(), lr=1e-2, foreach=False)
+    for _ in range(3):
+        for rows in torch.randperm(150, generator=gen).split(32):
+            loss = F.binary_cross_entropy_with_logits(reference(x[rows]).squeeze(1), y[rows])
+            adam.zero_grad()
+            loss.backward()
+            adam.step()
+    # Act
+    fit_classifier(ours, x, y, config=TrainConfig(epochs=3, batch_size=32, lr=1e-2), generator=SeedPlan(0).torch("b"))
+    # Assert
+    assert all(torch.equal(p, q) for p, q in zip(reference.parameters(), ours.parameters()))
