@@ -199,7 +199,7 @@ def he_vfl_passive(transport: Transport, *, active: str, table: PartyTable, conf
     x = _standardized(table, np.asarray(psi.indices), np.arange(table.n_rows))
     width = config.passive_width(table.n_features)
     bottom = bottom_model(table.n_features, width, config.seed, "passive", device)
-    adam = torch.optim.Adam(bottom.parameters(), lr=config.lr)
+    adam = torch.optim.Adam(bottom.parameters(), lr=config.lr, foreach=True)
     layer = PassiveInteractive(transport, active=active, n_in=width, config=config.interactive_config())
     layer.setup()
     step, trained = 0, 0

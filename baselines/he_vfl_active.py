@@ -95,8 +95,8 @@ class ActiveRun:
     def train(self, train: list[str]) -> tuple[int, int]:
         """Epochs of SGD/Adam steps through the secure layer; returns (epochs, steps) done."""
         config, model = self.config, self.model
-        adam = torch.optim.Adam([*model.bottom.parameters(), *model.top.parameters()], lr=config.lr)
-        sgd = torch.optim.SGD([model.w_active, model.bias], lr=config.interactive_lr)
+        adam = torch.optim.Adam([*model.bottom.parameters(), *model.top.parameters()], lr=config.lr, foreach=True)
+        sgd = torch.optim.SGD([model.w_active, model.bias], lr=config.interactive_lr, foreach=True)
         steps, start = 0, time.perf_counter()
         for epoch in range(config.epochs):
             for ids in batches(train, config.batch_size, config.seed, epoch):

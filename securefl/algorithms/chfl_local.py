@@ -84,9 +84,9 @@ class ClientModels:
             self.heads["simple"] = Column(n_u + n_classes, config.hidden, n_classes, generator=init)
         for head in self.heads.values():
             head.to(device)
-        self.opt_common = torch.optim.Adam(self.common.parameters(), lr=config.lr)
+        self.opt_common = torch.optim.Adam(self.common.parameters(), lr=config.lr, foreach=True)
         head_params = [p for h in self.heads.values() for p in h.parameters()]
-        self.opt_heads = torch.optim.Adam(head_params, lr=config.lr) if head_params else None
+        self.opt_heads = torch.optim.Adam(head_params, lr=config.lr, foreach=True) if head_params else None
         self.batches = device_generator(plan, f"chfl/batches/{data.name}", device)
         self.history: dict[str, dict[str, list]] = {v: {"val": [], "test": []} for v in self.variants()}
 

@@ -218,7 +218,7 @@ def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig
     with intra_op_threads(config.threads):
         model = build_model(data, config, n_classes=n_classes).to(device)
         shared = federated_tensors(model, scope, bn_stats=config.federate_bn_stats)
-        opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, foreach=True)
         gen = SeedPlan(config.seed).torch(f"batches:{data.name}")
         x, y = as_tensor(data.x_train, device), as_tensor(data.y_train, device, torch.int64)
         start, rnd, rounds = time.perf_counter(), 0, config.rounds()

@@ -140,7 +140,7 @@ def tdcd_client(transport: Transport, *, hub: str, shard: ClientShard, task: str
     with intra_op_threads(config.threads):
         model = build_silo_model(shard, task=task, n_classes=n_classes, seed=config.seed).to(device)
         params = list(model.parameters())
-        opt = torch.optim.SGD(params, lr=config.lr)
+        opt = torch.optim.SGD(params, lr=config.lr, foreach=True)
         x, y = _tensors(shard.x_train, shard.y_train, task, device)
         for rnd in range(config.rounds + 1):
             client_average(transport, server=hub, tensors=params, config=config.secagg(clients), round=rnd)
