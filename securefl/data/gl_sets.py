@@ -23,8 +23,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import OrdinalEncoder, StandardScaler
 
 from protocols.errors import InputError
 from securefl.data.entries import DataFile, DatasetEntry
@@ -86,6 +84,8 @@ def split_client(client: ClientTable, seed: int) -> ClientTable:
         return client
     if len(client.full) < 3:
         raise InputError(f"client {client.name!r} has {len(client.full)} rows; it needs at least 3 to split")
+    from sklearn.model_selection import train_test_split  # here: sklearn is slow to import
+
     rest, test = train_test_split(client.full, test_size=TEST_SIZE, random_state=seed)
     train, _validation = train_test_split(rest, test_size=VALIDATION_SIZE, random_state=seed)
     return ClientTable(client.name, client.label, train.reset_index(drop=True), test.reset_index(drop=True),
@@ -148,6 +148,8 @@ def encode_client(client: ClientTable, *, classes: Sequence | None = None) -> Cl
 
 
 def _encode_features(train: pd.DataFrame, test: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.preprocessing import OrdinalEncoder, StandardScaler  # here: sklearn is slow to import
+
     ordinal, numeric = feature_kinds(train)
     out_train, out_test = np.zeros(train.shape, np.float32), np.zeros(test.shape, np.float32)
     if ordinal:

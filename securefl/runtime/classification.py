@@ -10,7 +10,6 @@ whose one-vs-rest problem has a single label value).
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import average_precision_score, roc_auc_score
 
 from protocols.errors import InputError
 
@@ -45,6 +44,7 @@ def one_vs_rest(labels: np.ndarray, probs: np.ndarray, score) -> float:
 
 def auroc(labels: np.ndarray, probs: np.ndarray) -> float:
     """Binary AUROC of P(class 1), or one-vs-rest macro AUROC for a probability matrix."""
+    from sklearn.metrics import roc_auc_score  # here, not at import: see securefl.runtime.metrics
     labels, probs = _check(labels, probs)
     if probs.ndim == 2:
         return one_vs_rest(labels, probs, roc_auc_score)
@@ -53,6 +53,7 @@ def auroc(labels: np.ndarray, probs: np.ndarray) -> float:
 
 def auprc(labels: np.ndarray, probs: np.ndarray) -> float:
     """Average precision of class 1, or its one-vs-rest macro mean for a probability matrix."""
+    from sklearn.metrics import average_precision_score
     labels, probs = _check(labels, probs)
     if probs.ndim == 2:
         return one_vs_rest(labels, probs, average_precision_score)
@@ -81,6 +82,7 @@ def per_class(labels: np.ndarray, probs: np.ndarray) -> list[dict[str, float | i
 
 
 def _per_class(labels: np.ndarray, probs: np.ndarray, predicted: np.ndarray) -> list[dict[str, float | int | None]]:
+    from sklearn.metrics import average_precision_score, roc_auc_score
     if probs.ndim == 1:
         probs = np.stack([1.0 - probs, probs], axis=1)
     out = []

@@ -24,7 +24,6 @@ from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from protocols.errors import InputError
 
@@ -56,6 +55,8 @@ def label_leakage(grads: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
     The cosine attack's known positive is the first positive row; it is left out of the
     grading, since the attacker knew its label already.
     """
+    from sklearn.metrics import roc_auc_score  # here, not at import: see securefl.runtime.metrics
+
     grads, labels = _gradients(grads), np.asarray(labels).ravel()
     if len(labels) != len(grads) or not set(np.unique(labels)) <= {0, 1}:
         raise InputError("label_leakage needs one 0/1 label per gradient row")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from protocols.errors import InputError
 
 
 def binary_metrics(labels: np.ndarray, scores: np.ndarray, *, threshold: float = 0.5) -> dict[str, float]:
     """Accuracy (score >= threshold is class 1) and AUROC (NaN when one class is absent)."""
+    from sklearn.metrics import roc_auc_score  # here: sklearn.metrics takes ~2 s to import, and a party
+    # process that never scores (a passive party, a hub) should not pay it at start-up
     labels = np.asarray(labels).ravel()
     scores = np.asarray(scores, dtype=np.float64).ravel()
     if labels.shape != scores.shape or labels.size == 0:
