@@ -193,8 +193,9 @@ def run_datasets(datasets: dict[str, Any], cfg: Config, log: CellLog | None = No
             finished(run_cell(*job))
     elif jobs:
         from benchmarks.pool import map_jobs
+        from protocols.lifecycle import die_with_parent
 
-        map_jobs(run_cell, jobs, workers=cfg.workers, initializer=_init_worker, on_done=finished)
+        map_jobs(run_cell, jobs, workers=cfg.workers, initializer=die_with_parent, on_done=finished)
     out = []
     for name, data in datasets.items():
         runs = {row: [cells[(name, row, seed)]["result"] for seed in range(cfg.seeds)] for row in methods}
@@ -223,12 +224,6 @@ def _show(cell: tuple[str, str, int, dict, float]) -> tuple[str, str, int, dict,
     print(f"{name} seed {seed} {row}: accuracy {result['metrics']['accuracy']:.4f}"
           f" ({wall:.1f} s{mode})", flush=True)
     return cell
-
-
-def _init_worker() -> None:
-    from protocols.lifecycle import die_with_parent
-
-    die_with_parent()
 
 
 def summarize(runs: dict[str, list[dict]]) -> dict[str, dict[str, Any]]:

@@ -39,7 +39,6 @@ class _Step:
     """One batch size's captured step: write ``rows`` (and ``noise``), then ``replay``."""
 
     def __init__(self, size: int, noise_width: int, device: torch.device) -> None:
-        self.size = size
         self.rows = torch.arange(size, device=device)  # valid positions for the warm-up steps
         self.noise = torch.zeros((size, noise_width), device=device) if noise_width else None
         self.graph = torch.cuda.CUDAGraph()

@@ -41,7 +41,8 @@ class GPUPeak:
     @classmethod
     def of_run(cls, device: str | torch.device | None, backend: str) -> "GPUPeak":
         """For a run whose parties compute in this process; with another ``backend`` they are
-        other processes, whose GPU memory this one cannot see, so nothing is measured."""
+        other processes, whose GPU memory this one cannot see, so nothing is measured here:
+        each party process reports its own peak instead (``RunResult.gpu_peak_mib``)."""
         return cls(device if backend == "inprocess" else "cpu")
 
     def __enter__(self) -> "GPUPeak":
