@@ -171,11 +171,12 @@ def _chfl_partition(args: argparse.Namespace) -> Any:
         common = parse_common(args.features, where="with --client-column")
         return load_csv_partition(args.csv, label=args.label, client_column=args.client_column, common=common,
                                   seed=args.seed)
+    spec = parse_feature_spec(args.features) if args.features else None
     if args.csv is not None:
-        dataset = load_csv_dataset(args.csv, label=args.label)
+        named = None if spec is None else [*spec.common, *(c for group in spec.unique for c in group)]
+        dataset = load_csv_dataset(args.csv, label=args.label, columns=named)
     else:
         dataset = load_chfl_dataset(args.dataset or DEFAULT_DATASET["chfl"], data_dir=args.data_dir)
-    spec = parse_feature_spec(args.features) if args.features else None
     return chfl_partition(dataset, n_clients=args.clients, common_ratio=args.common_ratio,
                           feature_seed=args.seed if args.feature_seed is None else args.feature_seed,
                           sample_seed=args.seed, spec=spec)

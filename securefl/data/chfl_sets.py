@@ -170,8 +170,13 @@ def load_digits_sklearn(paths: Sequence[Path]) -> TabularDataset:
     return _encode("digits", bunch.data, bunch.target, [f"pixel_{i}" for i in range(64)])
 
 
-def load_csv_dataset(path: str | Path, *, label: str, name: str | None = None) -> TabularDataset:
-    """A user's own CSV (optionally .gz): every column but ``label`` is a numeric feature."""
+def load_csv_dataset(path: str | Path, *, label: str, name: str | None = None,
+                     columns: Sequence[str] | None = None) -> TabularDataset:
+    """A user's own CSV (optionally .gz): every column but ``label`` is a numeric feature.
+
+    ``columns``: only these are features (a feature spec's columns); the file's other
+    columns are neither read as features nor checked, so an ID or text column may stay.
+    """
     import pandas as pd
 
     path = Path(path)
@@ -183,6 +188,9 @@ def load_csv_dataset(path: str | Path, *, label: str, name: str | None = None) -
     if frame[label].isna().any():
         raise InputError(f"--label {label!r}: {int(frame[label].isna().sum())} rows of {path} have no label")
     features = frame.drop(columns=[label])
+    if columns is not None:
+        named = set(columns)
+        features = features.loc[:, [c for c in features.columns if c in named]]
     text = [c for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]  # pandas 3: str dtype
     if text:
         raise InputError(f"{path}: column {text[0]!r} is not numeric (encode it first or drop it)")

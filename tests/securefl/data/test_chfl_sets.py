@@ -152,6 +152,19 @@ def test_user_csv_with_a_text_or_missing_feature_is_a_clear_error(tmp_path):
     assert load_csv_dataset(flags, label="y").features[:, 1].tolist() == [1.0, 0.0]
 
 
+def test_user_csv_with_named_columns_ignores_the_others_text_included(tmp_path):
+    # Arrange: a feature spec names a, c and d; 'site' is text and 'b' is not named
+    table = tmp_path / "named.csv"
+    table.write_text("site,a,b,c,d,y\nnorth,1,9,2,3,x\nsouth,4,9,5,6,z\n")
+    # Act
+    ds = load_csv_dataset(table, label="y", columns=["d", "a", "c"])
+    # Assert: the named columns in the file's order; unnamed ones neither loaded nor checked
+    assert ds.feature_names == ("a", "c", "d")
+    assert ds.features.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    with pytest.raises(InputError, match="'site' is not numeric"):
+        load_csv_dataset(table, label="y", columns=["site", "a"])
+
+
 def test_arff_and_libsvm_readers(tmp_path):
     # Arrange
     arff = tmp_path / "jannis.arff"
