@@ -56,6 +56,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--he", choices=("ckks", "paillier"), default="ckks", help="HE-VFL: encryption scheme")
     p.add_argument("--all-data", action="store_true", help="train on self-taught + train rows (not STFL)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] for model computation")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="stfl, hierarchical, centralized on a CUDA device: replay each training step as a"
+                        " CUDA graph (one launch a step; experimental)")
     p.add_argument("--backend", choices=("inprocess", "torch"), default="inprocess",
                    help="transport: threads in this process, or one process per party (gloo)")
     p.add_argument("--json", type=Path, help="write the result object here")
@@ -166,7 +169,7 @@ def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[
         return HEVFLConfig(he=args.he, **common)
     from securefl.algorithms.stfl import STFLConfig
 
-    return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, **common)
+    return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs, **common)
 
 
 def run_method(method: str, split: Any, args: argparse.Namespace) -> dict[str, Any]:

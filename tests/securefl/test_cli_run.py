@@ -55,12 +55,26 @@ def test_stfl_reports_bytes_sent_between_parties(tmp_path):
     (["--all-data"], "--all-data applies to the vertical methods but stfl, whose passive parties pretrain"),
     (["--epochs", "0"], "--epochs must be at least 1"),
     (["--device", "cuda:7"], "--device"),
+    (["--cuda-graphs"], "--cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):
     code = main(["run", "stfl", "--no-progress", *argv])
 
     err = capsys.readouterr().err.strip()
     assert code == 2 and message in err and len(err.splitlines()) == 1
+
+
+def test_cuda_graphs_reach_the_training_settings_of_the_plaintext_methods():
+    # Arrange
+    from securefl.cli import build_parser
+    from securefl.commands.run import method_config
+
+    args = build_parser().parse_args(["run", "stfl", "--device", "cuda", "--cuda-graphs", "--epochs", "3",
+                                        "--batch-size", "64"])
+    # Act
+    config = method_config("stfl", args, progress=None)
+    # Assert
+    assert config.cuda_graphs is True and config.device == "cuda"
 
 
 def test_non_binary_label_is_a_one_line_error_naming_the_file(tmp_path, capsys):
@@ -81,7 +95,6 @@ def test_passive_party_without_common_ids_is_a_one_line_error(tmp_path, capsys):
     assert code == 2 and "shop.csv" in err and len(err.splitlines()) == 1
 
 
-@pytest.mark.multiprocess
 def _children(pid: int) -> list[int]:
     """Live child processes of ``pid``, whichever of its threads started them."""
     from pathlib import Path
