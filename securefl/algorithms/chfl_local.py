@@ -158,7 +158,7 @@ class ClientModels:
         """Per method, the model chosen on this client's validation set and its test accuracy.
 
         ``chfl`` picks (mu > 0, round) together, ``chfl_mu0`` the round of mu = 0, every
-        other method its round; ties go to the earliest round and the smallest mu.
+        other method its round; ties go to the smallest mu, then the earliest round.
         With ``select_round=False`` only the last round is eligible.
         """
         groups = {"common": ["common"], "local": ["local"], "simple": ["simple"],
