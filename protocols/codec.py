@@ -26,6 +26,8 @@ from protocols.errors import DecodeError, InputError
 MAGIC = b"SFL1"
 VERSION = 1
 MAX_HEADER_BYTES = 1 << 20
+MAX_DIMS = 32  # numpy's limit is 64; no message here has more than a few
+MAX_JSON_DEPTH = 8
 _PREFIX = struct.Struct("<4sI")
 
 # dtype name on the wire -> numpy dtype (always little-endian on the wire)
@@ -94,7 +96,7 @@ class Message:
 
 
 def _check_json_value(value: Any, where: str, depth: int = 0) -> None:
-    if depth > 8:
+    if depth > MAX_JSON_DEPTH:
         raise InputError(f"field {where!r} is nested too deeply to encode")
     if isinstance(value, float) and not math.isfinite(value):
         raise InputError(f"field {where!r} holds a non-finite float; send it as an array")
@@ -156,9 +158,10 @@ def decode_header(frame: bytes | memoryview) -> tuple[dict, int]:
     if hlen > MAX_HEADER_BYTES or _PREFIX.size + hlen > len(view):
         raise DecodeError(f"frame header length {hlen} is out of range")
     try:
-        header = json.loads(bytes(view[_PREFIX.size:_PREFIX.size + hlen]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DecodeError(f"frame header is not valid JSON: {exc}") from None
+        header = json.loads(bytes(view[_PREFIX.size:_PREFIX.size + hlen]).decode("utf-8"),
+                            parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, an int over Python's digit limit, deep nesting
+        raise DecodeError(f"frame header is not valid JSON: {str(exc)[:200]}") from None
     if not isinstance(header, dict) or header.get("v") != VERSION:
         raise DecodeError("frame header has no supported version")
     if not isinstance(header.get("src"), str) or not isinstance(header.get("dst"), str):
@@ -168,12 +171,25 @@ def decode_header(frame: bytes | memoryview) -> tuple[dict, int]:
     return header, _PREFIX.size + hlen
 
 
+def _no_constant(name: str) -> Any:
+    """json.loads hook: NaN and Infinity, which :func:`encode` never writes, are malformed."""
+    raise ValueError(f"{name} is not carried by the codec")
+
+
+def _decode_json(name: str, value: Any) -> Any:
+    try:
+        _check_json_value(value, name)
+    except InputError as exc:
+        raise DecodeError(f"field {name!r}: {exc}") from None
+    return value
+
+
 def _decode_field(spec: Any, payload: memoryview) -> tuple[str, Any]:
     if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-        raise DecodeError(f"malformed field spec: {spec!r}")
+        raise DecodeError(f"malformed field spec: {str(spec)[:200]}")
     name, kind = spec["name"], spec.get("kind")
     if kind == "json":
-        return name, spec.get("value")
+        return name, _decode_json(name, spec.get("value"))
     offset, nbytes = spec.get("offset"), spec.get("nbytes")
     if not (isinstance(offset, int) and isinstance(nbytes, int) and 0 <= offset
             and 0 <= nbytes and offset + nbytes <= len(payload)):
@@ -183,15 +199,19 @@ def _decode_field(spec: Any, payload: memoryview) -> tuple[str, Any]:
         return name, bytes(raw)
     if kind != "array":
         raise DecodeError(f"field {name!r}: unknown kind {kind!r}")
-    dtype = _DTYPES.get(spec.get("dtype"))  # type: ignore[arg-type]
-    shape = spec.get("shape")
+    wire_name, shape = spec.get("dtype"), spec.get("shape")
+    dtype = _DTYPES.get(wire_name) if isinstance(wire_name, str) else None
     if dtype is None:
-        raise DecodeError(f"field {name!r}: dtype {spec.get('dtype')!r} is not allowed")
-    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
-        raise DecodeError(f"field {name!r}: malformed shape {shape!r}")
+        raise DecodeError(f"field {name!r}: dtype {str(wire_name)[:40]!r} is not allowed")
+    if not (isinstance(shape, list) and len(shape) <= MAX_DIMS
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+        raise DecodeError(f"field {name!r}: malformed shape {str(shape)[:80]}")
     if math.prod(shape) * dtype.itemsize != nbytes:
-        raise DecodeError(f"field {name!r}: {nbytes} bytes do not fit shape {shape} of {dtype.name}")
-    array = np.frombuffer(raw, dtype=dtype).reshape(shape)
+        raise DecodeError(f"field {name!r}: {nbytes} bytes do not fit shape {str(shape)[:80]} of {dtype.name}")
+    try:  # a zero dimension beside dimensions numpy cannot index passes the size check
+        array = np.frombuffer(raw, dtype=dtype).reshape(shape)
+    except ValueError:
+        raise DecodeError(f"field {name!r}: numpy cannot hold shape {str(shape)[:80]}") from None
     return name, array.astype(dtype.newbyteorder("="), copy=True)
 
 

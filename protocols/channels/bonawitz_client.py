@@ -28,7 +28,7 @@ from protocols.channels.bonawitz import (SEALED_SHARES_BYTES, Roster, array_fiel
                                          share_rows)
 from protocols.channels.config import SecAggConfig, secagg_tag
 from protocols.codec import Message
-from protocols.errors import ProtocolError
+from protocols.errors import InputError, ProtocolError
 from protocols.transport.base import Transport
 
 
@@ -77,9 +77,14 @@ def _read_roster(message: Message, me: str, c_sk: X25519PrivateKey, s_sk: X25519
     c_pks = array_field(message, "c_pks", np.uint8, (n, crypto.KEY_BYTES))
     s_pks = array_field(message, "s_pks", np.uint8, (n, crypto.KEY_BYTES))
     threshold, n_clients = message["threshold"], message["n_clients"]
-    if len(set(names)) != n or not isinstance(n_clients, int) or n_clients < n:
-        raise ProtocolError("server's roster is malformed")
-    if threshold != config.threshold_for(n_clients) or n < threshold:
+    if len(set(names)) != n or type(n_clients) is not int or type(threshold) is not int or n_clients < n:
+        raise ProtocolError("server's roster is malformed")  # type(): 2.0 == 2 and True == 1 must not pass
+    try:
+        allowed = config.threshold_for(n_clients)
+    except InputError as exc:
+        raise ProtocolError(f"server's roster is for {n_clients} clients, which this client's SecAggConfig"
+                            f" does not allow: {exc}") from None
+    if threshold != allowed or n < threshold:
         raise ProtocolError(f"server's roster has threshold {threshold!r} for {n} of {n_clients}"
                             f" clients, which this client's SecAggConfig does not allow")
     roster = Roster(names=names, c_pks=tuple(bytes(k) for k in c_pks),

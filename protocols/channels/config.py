@@ -32,7 +32,10 @@ class SecAggConfig:
     threshold:     Shamir threshold t: the round survives while at least t clients
                    remain (up to n - t dropouts). ``None`` = a majority, n // 2 + 1.
                    Secure rounds need t >= 2 (t = 1 would hand every client every
-                   other client's secrets).
+                   other client's secrets). With t <= n / 2, a server that lies
+                   about who dropped could tell two disjoint groups of t clients
+                   different stories and collect both a client's self-mask seed
+                   and its pairwise key; the majority default rules that out.
     scale_bits:    fixed-point scale 2^scale_bits; the rounding error is
                    2^-(scale_bits+1) per value and client, and inputs must satisfy
                    |value| * 2^scale_bits * n_clients < 2^63.

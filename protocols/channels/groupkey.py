@@ -36,9 +36,17 @@ class GroupKeyMember:
         self.name, self._context = name, context
         self._private = crypto.new_private_key()
         self.public = crypto.public_bytes(self._private)
+        self._dealt = False
 
     def deal(self, publics: Mapping[str, bytes]) -> tuple[bytes, dict[str, bytes]]:
-        """As the dealer: a fresh group key, and for each other member of ``publics`` the key sealed to it."""
+        """As the dealer: a fresh group key, and for each other member of ``publics`` the key sealed to it.
+
+        Once per member: the wrapping keys depend only on the key pairs and the nonce is
+        fixed, so a second deal would seal another key under the same key and nonce.
+        """
+        if self._dealt:
+            raise ProtocolError(f"member {self.name!r} has dealt its group key; a new key needs a new member")
+        self._dealt = True
         key = crypto.new_seed()
         sealed = {member: crypto.seal(*self._wrapping(self.name, self.public, member, public, public), key)
                   for member, public in publics.items() if member != self.name}

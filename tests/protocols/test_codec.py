@@ -70,12 +70,37 @@ def test_garbage_frames_raise_decode_error(frame):
     {"name": "x", "kind": "array", "dtype": "float64", "shape": [-1], "offset": 0, "nbytes": 8},
     {"name": "x", "kind": "bytes", "offset": 4, "nbytes": 8},
     {"name": "x", "kind": "pickle", "offset": 0, "nbytes": 8},
+    {"name": "x", "kind": "array", "dtype": ["uint8"], "shape": [8], "offset": 0, "nbytes": 8},
+    {"name": "x", "kind": "array", "dtype": "uint8", "shape": [1] * 64 + [8], "offset": 0, "nbytes": 8},
+    {"name": "x", "kind": "array", "dtype": "uint8", "shape": [2 ** 63, 0], "offset": 0, "nbytes": 0},
+    {"name": "x", "kind": "array", "dtype": "uint8", "shape": [2 ** 31] * 3 + [0], "offset": 0, "nbytes": 0},
+    {"name": "x", "kind": "array", "dtype": "uint8", "shape": [True, 8], "offset": 0, "nbytes": 8},
+    {"name": "x", "kind": "json", "value": [[[[[[[[[[1]]]]]]]]]]},
 ])
 def test_malformed_field_specs_raise_decode_error(spec):
     header = {"v": 1, "src": "a", "dst": "b", "tag": [0, "s", ""], "fields": [spec]}
 
     with pytest.raises(DecodeError):
         decode(_frame_with_header(header, b"\x00" * 8))
+
+
+@pytest.mark.parametrize("body", [
+    b'{"v":1,"src":"a","dst":"b","tag":[0,"s",""],"fields":[{"name":"x","kind":"json","value":NaN}]}',
+    b'{"v":1,"src":"a","dst":"b","tag":[0,"s",""],"fields":[],"n":' + b"1" * 5000 + b"}",
+    b'{"v":1,"src":"a","dst":"b","tag":[0,"s",""],"fields":[],"deep":' + b"[" * 50000 + b"]" * 50000 + b"}",
+], ids=["NaN", "5000-digit int", "nesting 50000 deep"])
+def test_headers_json_cannot_parse_or_encode_never_would_raise_decode_error(body):
+    # Arrange: NaN (encode refuses it), an int over Python's digit limit, nesting past the recursion limit
+    frame = struct.pack("<4sI", MAGIC, len(body)) + body
+    # Act / Assert: a peer's frame never escapes as ValueError or RecursionError
+    with pytest.raises(DecodeError):
+        decode(frame)
+
+
+def test_a_zero_size_array_of_a_wide_shape_round_trips():
+    message = decode(encode("a", "b", TAG, {"x": np.zeros((0, 5000), np.float32)}))
+
+    assert message["x"].shape == (0, 5000)
 
 
 def test_duplicate_field_names_raise_decode_error():

@@ -55,9 +55,19 @@ def test_anything_changed_in_transit_or_context_fails_to_open(change):
 
 
 def test_each_dealing_draws_a_fresh_key():
+    first, second = _group("dealer", "a"), _group("dealer", "a")
+    keys = [g["dealer"].deal({n: m.public for n, m in g.items()})[0] for g in (first, second)]
+    assert keys[0] != keys[1]
+
+
+def test_a_member_deals_once_so_no_wrapping_key_and_nonce_seal_twice():
+    # Arrange: the wrapping key of (dealer, a) is fixed by their key pairs, the nonce is 0
     members = _group("dealer", "a")
     publics = {n: m.public for n, m in members.items()}
-    assert members["dealer"].deal(publics)[0] != members["dealer"].deal(publics)[0]
+    members["dealer"].deal(publics)
+    # Act / Assert
+    with pytest.raises(ProtocolError, match="has dealt its group key"):
+        members["dealer"].deal(publics)
 
 
 def test_records_round_trip_and_malformed_ones_are_refused():

@@ -123,6 +123,35 @@ def _run_with_configs(inputs, *, server, client):
     return run_parties(roles, kwargs=kwargs, timeout=10)
 
 
+@pytest.mark.parametrize("threshold, n_clients", [(2.0, 2), (2, True), (2, 1)], ids=["float t", "bool n", "n=1"])
+def test_a_roster_of_the_wrong_types_or_size_is_a_protocol_error(threshold, n_clients):
+    # Arrange: a server that answers one client's advertisement with a doctored roster
+    import threading
+
+    from protocols.channels.config import secagg_tag
+    from protocols.transport import InProcessNetwork
+
+    net = InProcessNetwork(["server", "c0", "c1"], timeout=5)
+    caught = []
+
+    def client():
+        try:
+            secagg_client(net["c0"], server="server", vector=np.ones(3), config=SecAggConfig())
+        except Exception as exc:  # the test inspects whichever type comes out
+            caught.append(exc)
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    advert = net["server"].recv("c0", secagg_tag(0, "advertise"))
+    keys = lambda name: np.frombuffer(advert[name] + bytes(range(1, 33)), np.uint8).reshape(2, 32)  # noqa: E731
+    # Act
+    net["server"].send("c0", secagg_tag(0, "roster"), names=["c0", "c1"], c_pks=keys("c_pk"),
+                       s_pks=keys("s_pk"), threshold=threshold, n_clients=n_clients)
+    thread.join()
+    # Assert: the server's fault, typed as such (not InputError, which means the caller's input)
+    assert len(caught) == 1 and type(caught[0]) is ProtocolError
+
+
 def test_consecutive_rounds_use_fresh_masks():
     inputs = client_inputs(3, 30)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from protocols.codec import Tag, encode
-from protocols.errors import InputError, PeerTimeoutError, TagMismatchError
+from protocols.errors import DecodeError, InputError, PeerTimeoutError, TagMismatchError
 from protocols.transport import InProcessNetwork, run_parties
 from protocols.transport.runner import SWITCH_INTERVAL
 
@@ -57,6 +57,21 @@ def test_frame_for_another_receiver_is_refused():
     net["q"]._mailbox.put("p", encode("p", "r", A, {}))
 
     with pytest.raises(TagMismatchError, match="to 'r'"):
+        net["q"].recv("p", A)
+
+
+def test_a_frame_whose_header_json_python_cannot_parse_fails_that_peers_waits_with_decode_error():
+    # Arrange: an int of 5000 digits (over Python's limit) in an otherwise valid header
+    import struct
+
+    from protocols.codec import MAGIC
+
+    body = b'{"v":1,"src":"p","dst":"q","tag":[0,"stage","a"],"fields":[],"n":' + b"1" * 5000 + b"}"
+    net = InProcessNetwork(["p", "q"], timeout=5)
+    # Act: the frame is filed as the receiver thread of a network transport files it
+    net["q"]._mailbox.put("p", struct.pack("<4sI", MAGIC, len(body)) + body)
+    # Assert
+    with pytest.raises(DecodeError, match="not valid JSON"):
         net["q"].recv("p", A)
 
 
