@@ -1,8 +1,8 @@
 """HE-VFL: the encrypted vertical split NN of FATE's heterogeneous NN, as two party roles.
 
 The network, initialisation, batch order and optimisers are those of
-:mod:`baselines.splitnn` (so with the same seed the two reach the same weights, up
-to fixed-point / CKKS error); only the interactive layer's passive half runs
+:mod:`baselines.splitnn` (so with the same ``seed`` and ``passive_seed`` the two
+reach the same weights, up to fixed-point / CKKS error); only the interactive layer's passive half runs
 through the secure two-party protocol of :mod:`protocols.interactive`. One
 passive party, as in the STFL paper's FATE baseline.
 
@@ -19,7 +19,10 @@ model and loop are in :mod:`baselines.he_vfl_active`.
 What the passive party learns: the intersection, which positions are trained on
 (it has to back-propagate them) and, by elimination, which are not; never labels,
 predictions or the active party's features. The active party learns the
-interactive layer's output z for each batch, never a.
+interactive layer's output z for each batch, never a: the passive party draws its
+share of the initial interactive weights itself (``passive_seed``, by default from
+the OS) and sends them masked, so the active party never holds the weights that
+map a to z.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import torch
 
 from baselines.he_vfl_active import (KINDS, STAGE, ActiveRun, active_model, active_weights, project_training,
                                      schedule_fields, tensor)
-from baselines.splitnn import SplitNNConfig, bottom_model, standardizer
+from baselines.splitnn import SplitNNConfig, bottom_model, passive_weights, standardizer
 from protocols.codec import Tag
 from protocols.errors import EncodingOverflowError, InputError, ProtocolError
 from protocols.interactive import InteractiveConfig, PassiveInteractive
@@ -201,7 +204,7 @@ def he_vfl_passive(transport: Transport, *, active: str, table: PartyTable, conf
     bottom = bottom_model(table.n_features, width, config.seed, "passive", device)
     adam = torch.optim.Adam(bottom.parameters(), lr=config.lr, foreach=True)
     layer = PassiveInteractive(transport, active=active, n_in=width, config=config.interactive_config())
-    layer.setup()
+    layer.setup(lambda n_out, bound: passive_weights((width, n_out), bound, config.passive_seed))
     step, trained = 0, 0
     while True:
         step += 1

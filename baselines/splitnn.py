@@ -22,6 +22,7 @@ which rows are for training).
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterator, Sequence
@@ -55,7 +56,9 @@ class SplitNNConfig:
     """Training settings shared by the split NN and HE-VFL (paper defaults).
 
     ``progress`` (optional, local only) is called as ``progress(epoch, total)`` after
-    each training epoch, e.g. to drive a progress bar.
+    each training epoch, e.g. to drive a progress bar. ``passive_seed``: the passive
+    party's initial interactive weights (:func:`passive_weights`); None: in HE-VFL drawn
+    from the OS, so the active party cannot know them, and here from ``seed``.
     """
 
     epochs: int = 100
@@ -68,6 +71,7 @@ class SplitNNConfig:
     bottom_passive: int | None = None
     interactive: int | None = None
     top: int | None = None
+    passive_seed: int | None = None
     progress: Progress | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -80,6 +84,8 @@ class SplitNNConfig:
         for name in ("bottom_active", "bottom_passive", "interactive", "top"):
             check.positive_int(owner, name, getattr(self, name), optional=True)
         check.seed(owner, self.seed)
+        if self.passive_seed is not None:
+            check.seed(owner, self.passive_seed, name="passive_seed")
         check.device(owner, self.device)
 
     def widths(self, n_active: int, n_passive: int) -> Widths:
@@ -124,14 +130,42 @@ def top_model(widths: Widths, seed: int, device: torch.device) -> nn.Module:
     return nn.Sequential(first, nn.ReLU(), last).to(device)
 
 
-def interactive_init(widths: Widths, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(W_active, W_passive, bias) of the interactive layer, as one Linear over [a_active, a_passive]."""
+def interactive_bound(widths: Widths) -> float:
+    """The interactive layer's initialisation bound, 1/sqrt(fan_in), as one Linear over [a_active, a_passive]."""
+    return 1.0 / math.sqrt(widths.bottom_active + widths.bottom_passive)
+
+
+def interactive_init(widths: Widths, seed: int, passive_seed: int | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(W_active, W_passive, bias) of the interactive layer, as one Linear over [a_active, a_passive].
+
+    W_passive is the passive party's own draw (:func:`passive_weights`, from ``passive_seed``,
+    or ``seed`` when None); the rest is the active party's, from ``init:interactive``.
+    """
+    w_active, bias = active_interactive_init(widths, seed)
+    w_passive = passive_weights((widths.bottom_passive, widths.interactive), interactive_bound(widths),
+                                seed if passive_seed is None else passive_seed)
+    return w_active, w_passive, bias
+
+
+def active_interactive_init(widths: Widths, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(W_active, bias): the active party's part of the interactive Linear, from ``init:interactive``."""
     fan_in = widths.bottom_active + widths.bottom_passive
     layer = _init_linear(nn.Linear(fan_in, widths.interactive, dtype=DTYPE),
                          SeedPlan(seed).torch("init:interactive"))
-    weight = layer.weight.detach().numpy().T
-    return (weight[:widths.bottom_active].copy(), weight[widths.bottom_active:].copy(),
-            layer.bias.detach().numpy().copy())
+    return layer.weight.detach().numpy().T[:widths.bottom_active].copy(), layer.bias.detach().numpy().copy()
+
+
+def passive_weights(shape: tuple[int, int], bound: float, seed: int | None) -> np.ndarray:
+    """The passive party's initial interactive weights, U(-bound, bound).
+
+    ``seed`` None draws them from a generator seeded by the OS, so that nobody who knows
+    the run's other seeds can recompute them (HE-VFL's default: the active party must
+    not hold them); an int repeats them (tests, and the plaintext split NN's reference).
+    """
+    gen = (SeedPlan(seed).torch("init:interactive:passive") if seed is not None
+           else torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little")))
+    return (torch.rand(shape, generator=gen, dtype=DTYPE) * 2 * bound - bound).numpy()
 
 
 def standardizer(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -209,7 +243,7 @@ class _Reference:
 def _build(config: SplitNNConfig, n_active: int, n_passive: int, device: torch.device) -> _Reference:
     widths = config.widths(n_active, n_passive)
     w_a, w_p, bias = (torch.tensor(v, dtype=DTYPE, device=device, requires_grad=True)
-                      for v in interactive_init(widths, config.seed))
+                      for v in interactive_init(widths, config.seed, config.passive_seed))
     return _Reference(bottom_model(n_active, widths.bottom_active, config.seed, "active", device),
                       bottom_model(n_passive, widths.bottom_passive, config.seed, "passive", device),
                       w_a, w_p, bias, top_model(widths, config.seed, device))
@@ -274,6 +308,7 @@ def run_splitnn(split: VerticalSplit, config: SplitNNConfig | None = None) -> di
     return result
 
 
-__all__ = ["DTYPE", "Progress", "SplitNNConfig", "Widths", "batch_positions", "batches", "bottom_model", "interactive_init",
-           "loss_and_logits", "run_splitnn", "standardizer", "top_model", "train_splitnn",
-           "weights_of"]
+__all__ = ["DTYPE", "Progress", "SplitNNConfig", "Widths", "active_interactive_init", "batch_positions", "batches",
+           "bottom_model",
+           "interactive_bound", "interactive_init", "loss_and_logits", "passive_weights", "run_splitnn",
+           "standardizer", "top_model", "train_splitnn", "weights_of"]

@@ -57,7 +57,9 @@ def run_he_vfl_row(split: VerticalSplit, cfg: Any, seed: int, he: str) -> dict[s
     from baselines.he_vfl import HEVFLConfig, run_he_vfl
 
     extra = {"activation_bound": ACTIVATION_BOUND[split.dataset.name]} if split.dataset.name in ACTIVATION_BOUND else {}
-    config = HEVFLConfig(he=he, epochs=cfg.epochs, seed=seed, device=cfg.device, **extra)
+    # passive_seed: the passive party's initial weights repeatable, and those of the split NN whose
+    # accuracy stands for an extrapolated run (HE-VFL's default draws them from the OS)
+    config = HEVFLConfig(he=he, epochs=cfg.epochs, seed=seed, passive_seed=seed, device=cfg.device, **extra)
     steps = training_steps(split, cfg.epochs, config.batch_size)
     if steps <= (cfg.ckks_max_steps if he == "ckks" else cfg.paillier_max_steps):
         return {**run_he_vfl(split, config), "mode": "measured"}

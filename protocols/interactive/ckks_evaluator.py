@@ -54,7 +54,9 @@ class PackedEvaluator:
         used = np.any(diags != 0, axis=-1)  # all-zero diagonals (padding) are skipped
         plains = {key: self.seal.encode(diags[key], scale) for key in map(tuple, np.argwhere(used).tolist())
                   if key[2] // plan.baby in groups}
-        return plains, exponent
+        # so are those whose values all round to 0 at this scale (under 2^-36 of max |M|, e.g. the
+        # gradient of a saturated sigmoid): SEAL refuses a product with a zero plaintext
+        return {key: plain for key, plain in plains.items() if not plain.is_zero()}, exponent
 
     def product(self, cts: Sequence[Any], m: np.ndarray, plan: Plan, groups: range | None = None,
                 prepared: Prepared | None = None,

@@ -37,8 +37,13 @@ rate ``lr``: an Adam step needs the true gradient, which no party sees (A sees i
 only masked by eps_w / lr), so it cannot be applied under this masking. FATE does
 the same (its interactive layer is a numpy dense layer updated with
 ``interactive_layer_lr``); the bottom and top models keep their own optimiser.
-``eps_acc`` starts at zero, as in FATE: the initial weights are random and known to
-the active party, which initialises them; the accumulated noise hides them from then on.
+Set-up: P sends its public context (``hello``); A answers with n_out and the public
+bound of the initial weights (``ready``); P draws the initial W (its own randomness,
+within that bound) and a first noise eps_acc ~ U(-noise_scale, noise_scale) from the
+OS, and sends ``init``: W~ = W + eps_acc. So A never holds W, not even at the first
+step. FATE starts eps_acc at zero with weights the active party drew, which hands it
+``z = a @ W`` with W known: ``a`` itself wherever n_out >= n_in, and otherwise with
+what else it knows of the passive party's model.
 
 What each party sees: P sees only masked values (z + eps_s, dL/dW + eps_s') and its
 own dL/da; A sees [a], z, and the gradient masked by eps_w / lr; only public HE
@@ -64,8 +69,8 @@ from protocols.transport import Transport
 
 STAGE = "interactive"
 SCHEMES = ("paillier", "ckks")
-SETUP_MESSAGES = ("hello", "ready")
-"""Message names sent once per run (the passive party's public context; the reply)."""
+SETUP_MESSAGES = ("hello", "ready", "init")
+"""Message names sent once per run (the passive party's public context; the reply; W~ at the start)."""
 TRAINING_MESSAGES = ("x_back", "g_masked", "g_reply", "da")
 """Message names sent once per training step only; the others (x, z_masked, z_reply) go
 once per batch, training and evaluation alike. For byte accounting and projections."""
@@ -160,11 +165,18 @@ class InteractiveConfig:
         return BACKENDS[self.he].generate(self.he_config())
 
 
-def _matrix(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    array = np.asarray(value, dtype=np.float64)
-    if array.shape != shape or not np.all(np.isfinite(array)):
-        raise InputError(f"{name} must be a finite array of shape {shape}, got {array.shape}")
+def _matrix(name: str, value: Any, shape: tuple[int, ...], error: type[Exception] = InputError) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64) if isinstance(value, np.ndarray) or error is InputError else None
+    if array is None or array.shape != shape or not np.all(np.isfinite(array)):
+        got = "an array of shape " + str(array.shape) if array is not None else type(value).__name__
+        raise error(f"{name} must be a finite array of shape {shape}, got {got}")
     return array
+
+
+InitialWeights = Callable[[int, float], np.ndarray]
+"""The passive party's draw of the initial W: (n_out, bound) -> (n_in x n_out) within +-bound."""
+InitialBound = Callable[[int], float]
+"""The active party's public bound of the initial W, given the passive party's n_in."""
 
 
 class PassiveInteractive:
@@ -181,17 +193,25 @@ class PassiveInteractive:
     def _tag(self, step: int, name: str) -> Tag:
         return Tag(step, self.stage, name)
 
-    def setup(self) -> int:
-        """Make keys, send the public context, learn n_out; returns n_out."""
+    def setup(self, init: InitialWeights) -> int:
+        """Make keys, send the public context, learn n_out, send W~ = init(...) + eps_acc; returns n_out.
+
+        ``init(n_out, bound)`` draws the initial weights; only this party ever sees them.
+        """
         key = self.config.make_key()
         self.t.send(self.active, self._tag(0, "hello"), scheme=self.config.he,
                     packed=self.config.packed_ckks, n_in=self.n_in,
                     context=key.public_context().serialize())
-        n_out = self.t.recv(self.active, self._tag(0, "ready"))["n_out"]
+        ready = self.t.recv(self.active, self._tag(0, "ready"))
+        n_out, bound = ready["n_out"], ready["init_bound"]
         if isinstance(n_out, bool) or not isinstance(n_out, int) or n_out < 1:
             raise ProtocolError(f"party {self.active!r} announced an invalid n_out {n_out!r}")
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0 < bound < math.inf:
+            raise ProtocolError(f"party {self.active!r} announced an invalid initial-weight bound {bound!r}")
         self.engine = passive_engine(key, self.n_in, n_out, self.config.activation_bound)
-        self.noise = np.zeros((self.n_in, n_out))
+        weight = _matrix("initial weight", init(n_out, float(bound)), (self.n_in, n_out))
+        self.noise = os_uniform(self.config.noise_scale, weight.shape)
+        self.t.send(self.active, self._tag(0, "init"), weight=weight + self.noise)
         return n_out
 
     def _ready(self) -> PassiveEngine:
@@ -237,8 +257,8 @@ class ActiveInteractive:
     def _tag(self, step: int, name: str) -> Tag:
         return Tag(step, self.stage, name)
 
-    def setup(self, init: Callable[[int], np.ndarray]) -> int:
-        """Receive the public context; W~ = init(n_in) (eps_acc starts at 0); returns n_in."""
+    def setup(self, init_bound: InitialBound) -> int:
+        """Receive the public context, announce n_out and ``init_bound(n_in)``, receive W~; returns n_in."""
         hello = self.t.recv(self.passive, self._tag(0, "hello"))
         scheme, packed, n_in = hello["scheme"], hello["packed"], hello["n_in"]
         if scheme != self.config.he or packed is not self.config.packed_ckks:
@@ -254,9 +274,14 @@ class ActiveInteractive:
             raise ProtocolError("the packed CKKS context does not have the packed engine's parameters")
         self.engine = active_engine(public, n_in, self.n_out, packed_layout=packed,
                                     mask_bits=self.config.mask_bits, helper=self.config.helper)
-        self.weight = _matrix("initial weight", init(n_in), (n_in, self.n_out)).copy()
+        bound = float(init_bound(n_in))
+        if not 0 < bound < math.inf:
+            raise InputError(f"the initial-weight bound must be a positive finite number, got {bound!r}")
+        self.t.send(self.passive, self._tag(0, "ready"), n_out=self.n_out, init_bound=bound)
+        masked = self.t.recv(self.passive, self._tag(0, "init"))["weight"]
+        self.weight = _matrix(f"party {self.passive!r}'s initial W~", masked, (n_in, self.n_out),
+                              error=ProtocolError).copy()
         self.engine.prepare_forward(self.weight)
-        self.t.send(self.passive, self._tag(0, "ready"), n_out=self.n_out)
         return n_in
 
     def _ready(self) -> ActiveEngine:

@@ -54,6 +54,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=int, default=None, help="vertical default 128, CHFL 64")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--he", choices=("ckks", "paillier"), default="ckks", help="HE-VFL: encryption scheme")
+    p.add_argument("--passive-seed", type=int, default=None,
+                   help="HE-VFL: seed of the passive party's initial interactive weights, to repeat a run"
+                        " (default: drawn from the OS, so that the active party cannot know them)")
     p.add_argument("--all-data", action="store_true", help="train on self-taught + train rows (not STFL)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] for model computation")
     p.add_argument("--cuda-graphs", action="store_true",
@@ -166,7 +169,7 @@ def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[
     if method == "he-vfl":
         from baselines.he_vfl import HEVFLConfig
 
-        return HEVFLConfig(he=args.he, **common)
+        return HEVFLConfig(he=args.he, passive_seed=args.passive_seed, **common)
     from securefl.algorithms.stfl import STFLConfig
 
     return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs, **common)

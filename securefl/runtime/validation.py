@@ -46,10 +46,10 @@ def peer_timeout(value: float) -> None:
         raise InputError(f"--timeout must be a positive number of seconds (at most 1e6), got {value}")
 
 
-def seed(owner: str, value: Any) -> None:
+def seed(owner: str, value: Any, *, name: str = "seed") -> None:
     """``value`` is a run seed: an int in [0, 2**63)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
-        raise InputError(f"{owner}.seed must be a non-negative int below 2**63, got {value!r}")
+        raise InputError(f"{owner}.{name} must be a non-negative int below 2**63, got {value!r}")
 
 
 def device(owner: str, value: Any) -> None:

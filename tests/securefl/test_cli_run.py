@@ -56,6 +56,7 @@ def test_stfl_reports_bytes_sent_between_parties(tmp_path):
     (["--epochs", "0"], "--epochs must be at least 1"),
     (["--device", "cuda:7"], "--device"),
     (["--cuda-graphs"], "--cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
+    (["--passive-seed", "3"], "--passive-seed applies to he-vfl"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):
     code = main(["run", "stfl", "--no-progress", *argv])

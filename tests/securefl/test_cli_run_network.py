@@ -53,8 +53,9 @@ def _start(argv, files, names, folder, port):
 @pytest.mark.parametrize("method_args, passive", [
     (["stfl"], 1),
     (["stfl"], 2),
-    (["he-vfl", "--he", "paillier", "--epochs", "1"], 1),  # exact fixed point: the masks cancel exactly
-    (["he-vfl", "--he", "paillier", "--epochs", "1", "--all-data"], 1),
+    # exact fixed point: the masks cancel exactly; --passive-seed: the passive party's initial weights repeat
+    (["he-vfl", "--he", "paillier", "--epochs", "1", "--passive-seed", "2"], 1),
+    (["he-vfl", "--he", "paillier", "--epochs", "1", "--all-data", "--passive-seed", "2"], 1),
 ], ids=["stfl", "stfl-3-parties", "he-vfl", "he-vfl-all-data"])
 def test_one_party_per_process_gives_the_simulations_result(tmp_path, method_args, passive):
     # Arrange: the same files and seed, once with every file here (the names it defaults to)

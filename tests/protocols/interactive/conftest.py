@@ -28,33 +28,36 @@ class Batch:
     dz: np.ndarray | None
 
 
-def passive_role(t: Transport, *, config: InteractiveConfig, batches: list[Batch]) -> dict[str, Any]:
+def passive_role(t: Transport, *, config: InteractiveConfig, batches: list[Batch], w0: np.ndarray
+                 ) -> dict[str, Any]:
     layer = PassiveInteractive(t, active="active", n_in=batches[0].a.shape[1], config=config)
-    layer.setup()
+    layer.setup(lambda n_out, bound: w0)  # the passive party draws the initial weights
+    initial_noise = layer.noise.copy()
     grads = []
     for step, batch in enumerate(batches, start=1):
         layer.forward(batch.a, step=step, train=batch.dz is not None)
         if batch.dz is not None:
             grads.append(layer.backward(step=step))
-    return {"grads": grads, "noise": layer.noise}
+    return {"grads": grads, "noise": layer.noise, "initial_noise": initial_noise}
 
 
 def active_role(t: Transport, *, config: InteractiveConfig, batches: list[Batch],
                 w0: np.ndarray) -> dict[str, Any]:
     layer = ActiveInteractive(t, passive="passive", n_out=w0.shape[1], config=config)
-    layer.setup(lambda n_in: w0)
+    layer.setup(lambda n_in: 1.0)
+    initial = layer.weight.copy()
     outputs = []
     for step, batch in enumerate(batches, start=1):
         outputs.append(layer.forward(step=step, rows=batch.a.shape[0], train=batch.dz is not None))
         if batch.dz is not None:
             layer.backward(batch.dz, step=step)
-    return {"outputs": outputs, "masked_weight": layer.weight}
+    return {"outputs": outputs, "masked_weight": layer.weight, "initial_masked_weight": initial}
 
 
 def run_layer(config: InteractiveConfig, batches: list[Batch], w0: np.ndarray, *,
               record: bool = False) -> RunResult:
     return run_parties({"passive": passive_role, "active": active_role}, record=record,
-                       kwargs={"passive": {"config": config, "batches": batches},
+                       kwargs={"passive": {"config": config, "batches": batches, "w0": w0},
                                "active": {"config": config, "batches": batches, "w0": w0}})
 
 

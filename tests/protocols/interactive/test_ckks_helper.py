@@ -38,6 +38,20 @@ def test_an_encryption_from_a_spare_zero_decrypts_like_a_fresh_one(key: PackedCK
     assert np.allclose(key.decrypt_slots([ct])[0][:8] * 2.0 ** 40 / ct.scale, values, atol=1e-6)
 
 
+def test_a_diagonal_too_small_for_the_plaintext_scale_counts_as_zero(key: PackedCKKSKey) -> None:
+    # Arrange: one diagonal holds only 1e-13 of max |M| (a saturated sigmoid's gradient), which
+    # encodes to the zero plaintext that SEAL refuses to multiply by ("transparent" result)
+    evaluator, owner = PackedEvaluator(key.public_context()), PackedKeyOwner(key)
+    x, m = np.random.default_rng(1).uniform(-1, 1, size=(8, 4)), np.zeros((4, 3))
+    m[0, 0], m[2, 1] = 1.0, 1e-13
+    plan = make_plan(evaluator.seal.slots, 8, 4, 3)
+    # Act
+    outs, exponent = evaluator.product(evaluator.load(owner.encrypt(x, plan, 1.0), plan), m, plan)
+    fields, mask = evaluator.masked(outs, plan, exponent, 1.0)
+    # Assert
+    assert np.allclose(owner.decrypt(fields, plan) - mask, x @ m, atol=1e-7, rtol=0)
+
+
 def test_partial_products_joined_equal_the_whole_product(key: PackedCKKSKey) -> None:
     x, w, plan, fields = _inputs(key)
     evaluator, owner = PackedEvaluator(key.public_context()), PackedKeyOwner(key)

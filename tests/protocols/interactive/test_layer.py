@@ -96,10 +96,11 @@ def test_parties_must_agree_on_the_scheme() -> None:
     from protocols.transport import run_parties
 
     def passive(t):  # type: ignore[no-untyped-def]
-        PassiveInteractive(t, active="active", n_in=3, config=CONFIGS["paillier"]).setup()
+        PassiveInteractive(t, active="active", n_in=3, config=CONFIGS["paillier"]).setup(
+            lambda n_out, bound: np.ones((3, n_out)))
 
     def active(t):  # type: ignore[no-untyped-def]
-        ActiveInteractive(t, passive="passive", n_out=2, config=CONFIGS["ckks"]).setup(np.ones)
+        ActiveInteractive(t, passive="passive", n_out=2, config=CONFIGS["ckks"]).setup(lambda n_in: 1.0)
 
     with pytest.raises(ProtocolError, match="expects 'ckks'"):
         run_parties({"passive": passive, "active": active}, timeout=20)

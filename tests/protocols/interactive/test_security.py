@@ -51,7 +51,8 @@ def test_the_passive_party_receives_no_plaintext_numbers(scheme: str) -> None:
     for message in run.logs["passive"]:
         names.add(message.tag.name)
         for name, value in _values(message):
-            assert not isinstance(value, float), (message.tag, name)
+            public = (message.tag.name, name) == ("ready", "init_bound")  # 1/sqrt(fan_in), a width
+            assert public or not isinstance(value, float), (message.tag, name)
             if isinstance(value, np.ndarray):
                 assert value.dtype.kind in "iub", (message.tag, name, value.dtype)
     assert names == {"ready", "z_masked", "g_masked", "da"}
@@ -67,10 +68,20 @@ def test_the_active_party_sees_activations_only_encrypted_or_masked(scheme: str)
             if isinstance(value, np.ndarray) and value.dtype.kind == "f":
                 seen_floats.append((message.tag, value))
             assert not (isinstance(value, np.ndarray) and value.shape == batches[0].a.shape)
-    for tag, values in seen_floats:  # masked replies (CKKS); Paillier replies are fixed-point bytes
-        assert tag.name in ("z_reply", "g_reply")
+    for tag, values in seen_floats:  # masked replies (CKKS; Paillier's are fixed-point bytes), masked W
+        assert tag.name in ("z_reply", "g_reply", "init")
         if tag.name == "z_reply":
             assert np.min(np.abs(values - z[tag.round - 1])) > 1e-3
     if CONFIGS[scheme].he == "paillier":
-        assert not seen_floats
-    assert {m.tag.name for m in run.logs["active"]} == {"hello", "x", "x_back", "z_reply", "g_reply"}
+        assert [tag.name for tag, _ in seen_floats] == ["init"]
+    assert {m.tag.name for m in run.logs["active"]} == {"hello", "init", "x", "x_back", "z_reply", "g_reply"}
+
+
+def test_the_active_party_never_holds_the_initial_weights(scheme: str) -> None:
+    # Arrange / Act: the passive party draws W0; the active party gets only the "init" message
+    run, _, w0 = _run(scheme)
+    init = next(m for m in run.logs["active"] if m.tag.name == "init")["weight"]
+    noise = run.results["passive"]["initial_noise"]
+    # Assert: what arrived is W0 under the passive party's fresh noise, far from W0 everywhere it matters
+    assert np.allclose(init - noise, w0, atol=1e-12, rtol=0)
+    assert np.median(np.abs(init - w0)) > 0.1 and np.allclose(run.results["active"]["initial_masked_weight"], init)
