@@ -159,5 +159,10 @@ class AdditiveMask:
                              f"{self._like.shape}")
         return plain - mask_values
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the values this mask hides."""
+        return tuple(self._like.shape)
+
     def __repr__(self) -> str:
         return f"AdditiveMask({self._like.scheme}, shape={self._like.shape}, sigma_bits={self._sigma_bits})"

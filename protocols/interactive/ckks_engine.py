@@ -49,7 +49,7 @@ from typing import Any, Mapping, Sequence, cast
 import numpy as np
 from tenseal import sealapi
 
-from protocols.errors import CryptoError, EncodingOverflowError, InputError
+from protocols.errors import CryptoError, DecodeError, EncodingOverflowError, InputError
 from protocols.he import CKKSPublicContext, CKKSSecretContext, make_config
 from protocols.interactive.packing import Plan, pack_input, unpack_output
 from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
@@ -188,7 +188,7 @@ class PackedKeyOwner:
         """Y (rows x outputs) from an evaluator's output fields (masked or not)."""
         unscale = fields.get("unscale_bits")
         if isinstance(unscale, bool) or not isinstance(unscale, int) or abs(unscale) > 512:
-            raise InputError("packed output lacks a valid unscale_bits")
+            raise DecodeError("packed output lacks a valid unscale_bits")
         body = {k: v for k, v in fields.items() if k != "unscale_bits"}
         cts = ciphertexts_from_fields(self.seal.public, body, plan.n_outputs)
         return unpack_output(self.secret.decrypt_slots(cts) * 2.0 ** unscale, plan)

@@ -112,6 +112,17 @@ def check_shape(what: str, shape: tuple[int, ...], expected: tuple[int, ...]) ->
         raise DecodeError(f"{what} has shape {tuple(shape)}, expected {tuple(expected)}")
 
 
+def reply_values(reply: Mapping[str, Any], shape: tuple[int, ...]) -> np.ndarray:
+    """The finite float array ``values`` of the key owner's masked reply; DecodeError otherwise."""
+    values = reply.get("values")
+    if not isinstance(values, np.ndarray) or values.dtype.kind != "f":
+        raise DecodeError("the masked reply lacks its float array 'values'")
+    check_shape("masked reply", values.shape, shape)
+    if not np.all(np.isfinite(values)):
+        raise DecodeError("the masked reply holds a value that is not finite")
+    return values.astype(np.float64, copy=False)
+
+
 class GenericPassive(PassiveEngine):
     """Key owner over the EncryptedArray API (Paillier: exact fixed point)."""
 
@@ -177,9 +188,16 @@ class GenericActive(ActiveEngine):
         return self._masked(self._a_t @ dz)
 
     def unmask(self, state: Any, reply: Mapping[str, Any]) -> np.ndarray:
-        if self.public.scheme == "paillier":
-            return state.remove(FixedPointArray.from_fields(reply))
-        return state.remove(reply["values"])
+        if self.public.scheme != "paillier":
+            return state.remove(reply_values(reply, state.shape))
+        fixed = FixedPointArray.from_fields(reply)
+        check_shape("masked reply", fixed.shape, state.shape)
+        try:
+            return state.remove(fixed)
+        except InputError as exc:  # everything but the reply is this party's own
+            raise DecodeError(f"the masked reply does not fit its mask: {exc}") from None
+        except OverflowError:
+            raise DecodeError("the masked reply holds a lane beyond the float range") from None
 
     def input_grad(self, dz: np.ndarray, w: np.ndarray) -> dict[str, Any]:
         if self._e is None:
@@ -189,4 +207,4 @@ class GenericActive(ActiveEngine):
         return (out + out.encrypt_lanes(zeros, 0)).to_fields()  # fresh randomness for the key owner
 
 
-__all__ = ["ActiveEngine", "GenericActive", "GenericPassive", "PassiveEngine", "check_shape"]
+__all__ = ["ActiveEngine", "GenericActive", "GenericPassive", "PassiveEngine", "check_shape", "reply_values"]

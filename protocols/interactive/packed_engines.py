@@ -21,7 +21,7 @@ from protocols.interactive import ckks_engine as packed
 from protocols.interactive.ckks_engine import bound_exponent
 from protocols.interactive.ckks_evaluator import PackedEvaluator
 from protocols.interactive.ckks_helper import EvaluatorHelper, input_bound, input_grad_fields
-from protocols.interactive.engines import ActiveEngine, PassiveEngine, check_shape
+from protocols.interactive.engines import ActiveEngine, PassiveEngine, reply_values
 from protocols.interactive.packing import Plan, make_plan
 from protocols.interactive.sealwire import ciphertext_from_bytes, prefixed, unprefixed
 
@@ -132,9 +132,7 @@ class PackedActive(ActiveEngine):
         return self._masked("weight", dz)
 
     def unmask(self, state: Any, reply: Mapping[str, Any]) -> np.ndarray:
-        values = np.asarray(reply["values"], dtype=np.float64)
-        check_shape("masked reply", values.shape, state.shape)
-        return values - state
+        return reply_values(reply, state.shape) - state
 
     def _noise_fields(self) -> Mapping[str, Any]:
         if self._noise is None:

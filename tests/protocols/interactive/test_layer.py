@@ -7,10 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from protocols.errors import EncodingOverflowError, InputError, ProtocolError
+from protocols.errors import DecodeError, EncodingOverflowError, InputError, ProtocolError
 from protocols.interactive import InteractiveConfig
 
-from .conftest import CONFIGS, TOLERANCE, make_batches, reference, run_layer
+from .conftest import CONFIGS, TOLERANCE, active_role, make_batches, passive_role, reference, run_layer
 
 
 def test_one_step_matches_numpy(scheme: str) -> None:
@@ -122,3 +122,50 @@ def test_wrong_shapes_are_refused() -> None:
         run_layer(CONFIGS["paillier"], good, np.ones((2, 2)))
     with pytest.raises(InputError, match="dz"):
         run_layer(CONFIGS["paillier"], [good[0].__class__(good[0].a, np.ones((3, 2)))], np.ones((3, 2)))
+
+
+class _Rewriting:
+    """A transport whose outgoing message ``name`` goes out as ``edit(fields)`` (a misbehaving peer)."""
+
+    def __init__(self, transport, name, edit):  # type: ignore[no-untyped-def]
+        self.transport, self.name, self.edit = transport, name, edit
+
+    def __getattr__(self, attr):  # type: ignore[no-untyped-def]
+        return getattr(self.transport, attr)
+
+    def send(self, dst, tag, fields=None, /, **more):  # type: ignore[no-untyped-def]
+        fields = {**(fields or {}), **more}
+        return self.transport.send(dst, tag, self.edit(dict(fields)) if tag.name == self.name else fields)
+
+
+def _huge_lane(fields: dict) -> dict:
+    """A Paillier reply whose first lane is 2^4000, within the wire's width limit."""
+    width = 512
+    rest = fields["data"][fields["width"]:]
+    lanes = [int.from_bytes(rest[i:i + fields["width"]], "little", signed=True)
+             for i in range(0, len(rest), fields["width"])]
+    data = b"".join(v.to_bytes(width, "little", signed=True) for v in [1 << 4000, *lanes])
+    return {**fields, "width": width, "data": data}
+
+
+@pytest.mark.parametrize("scheme, name, edit", [
+    ("ckks", "z_reply", lambda f: {}),
+    ("ckks", "z_reply", lambda f: {"values": "abc"}),
+    ("ckks", "z_reply", lambda f: {"values": np.full_like(f["values"], np.nan)}),
+    ("ckks", "g_reply", lambda f: {"values": f["values"][:1]}),
+    ("ckks-generic", "z_reply", lambda f: {"values": np.full_like(f["values"], np.inf)}),
+    ("paillier", "z_reply", _huge_lane),
+    ("paillier", "g_reply", lambda f: {**f, "shape": [1, 1], "data": f["data"][:f["width"]]}),
+], ids=["no values", "text", "NaN", "wrong shape", "generic inf", "paillier 2^4000", "paillier shape"])
+def test_a_malformed_reply_from_the_key_owner_is_a_decode_error(scheme, name, edit) -> None:  # type: ignore[no-untyped-def]
+    # Arrange: the passive party rewrites one of its replies
+    from protocols.transport import run_parties
+
+    rng = np.random.default_rng(8)
+    batches = make_batches(rng, n_in=5, n_out=3, rows=[6], train=[True])
+    w0 = rng.normal(size=(5, 3)) * 0.3
+    kwargs = {"config": CONFIGS[scheme], "batches": batches, "w0": w0}
+    # Act / Assert: a typed error from the active party, never NaN weights or a raw exception
+    with pytest.raises(DecodeError):
+        run_parties({"passive": lambda t, **kw: passive_role(_Rewriting(t, name, edit), **kw),
+                     "active": active_role}, kwargs={"passive": kwargs, "active": kwargs}, timeout=30)
