@@ -80,7 +80,7 @@ class HEVFLConfig(SplitNNConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.interactive_config()  # validates the HE settings
+        self.interactive_config().check_batch(self.batch_size)  # validates the HE settings too
         check.positive_int(type(self).__name__, "threads", self.threads, optional=True)
         for name in ("max_steps", "max_eval_batches"):
             value = getattr(self, name)

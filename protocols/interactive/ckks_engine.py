@@ -68,6 +68,11 @@ def os_uniform(radius: float, shape: tuple[int, ...]) -> np.ndarray:
     return ((raw.astype(np.float64) / 2.0 ** 52 - 1.0) * radius).reshape(shape)
 
 
+def room_bits(coeff_mod_bit_sizes: Sequence[int], scale_bits: int) -> int:
+    """log2 of the room for packed output values: the data primes less input and plaintext scales, 2 spare."""
+    return sum(coeff_mod_bit_sizes[:-1]) - 2 - scale_bits - PLAIN_SCALE_BITS
+
+
 def bound_exponent(value: float) -> int:
     """The smallest e >= 0 with |value| <= 2^e."""
     return max(0, math.ceil(math.log2(value))) if value > 1.0 else 0
@@ -137,8 +142,7 @@ class SealHandles:
         self.top = self.context.first_parms_id()
         self.slots = self.encoder.slot_count()
         self.input_bits = public.config.scale_bits
-        modulus_bits = sum(public.config.coeff_mod_bit_sizes[:-1])
-        self.room_bits = modulus_bits - 2 - self.input_bits - PLAIN_SCALE_BITS
+        self.room_bits = room_bits(public.config.coeff_mod_bit_sizes, self.input_bits)
         # decoded lanes stay within the context's public value limit
         self.decoded_bits = math.frexp(public.config.value_limit)[1] - 2
 
@@ -195,4 +199,4 @@ class PackedKeyOwner:
 
 
 __all__ = ["MASK_BITS", "PACKED_CKKS_OPTIONS", "PLAIN_SCALE_BITS", "PackedCKKSKey", "PackedKeyOwner",
-           "bound_exponent", "os_uniform"]
+           "bound_exponent", "os_uniform", "room_bits"]

@@ -75,12 +75,19 @@ def input_bound(fields: Mapping[str, Any]) -> float:
 
 def input_grad_fields(evaluator: PackedEvaluator, noise: Mapping[str, Any], dz: np.ndarray,
                       w: np.ndarray) -> dict[str, Any]:
-    """Fields of Enc(dz @ w.T - dz @ E.T) (transposed: n_in x rows), re-randomised for the key owner."""
+    """Fields of Enc((dz @ w.T - dz @ E.T) / 2^j) (transposed: n_in x rows), re-randomised for the key owner.
+
+    ``noise`` holds Enc(E / 2^j) with j its ``scale_exp`` (the key owner scales the walk
+    eps_acc down to fit), so the clear term is scaled alike and the key owner multiplies back.
+    """
     n_in, n_out = w.shape
+    scale_exp = noise.get("scale_exp", 0)
+    if isinstance(scale_exp, bool) or not isinstance(scale_exp, int) or not 0 <= scale_exp <= 64:
+        raise DecodeError(f"packed noise has an invalid scale_exp {scale_exp!r}")
     plan = make_plan(evaluator.seal.slots, n_in, n_out, dz.shape[0])
-    cts = evaluator.load(noise, plan)
+    cts = evaluator.load({k: v for k, v in noise.items() if k != "scale_exp"}, plan)
     outs, exponent = evaluator.product(cts, -dz.T, plan)
-    return evaluator.revealed(outs, plan, exponent, input_bound(noise), (dz @ w.T).T)
+    return evaluator.revealed(outs, plan, exponent, input_bound(noise), np.ldexp((dz @ w.T).T, -scale_exp))
 
 
 class _Evaluator(PackedEvaluator):

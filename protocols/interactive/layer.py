@@ -62,7 +62,7 @@ from protocols.codec import Tag
 from protocols.errors import InputError, ProtocolError
 from protocols.he import BACKENDS, PublicContext, SecretContext, load_public_context, make_config
 from protocols.interactive.ckks_engine import (MASK_BITS, PACKED_CKKS_OPTIONS, PackedCKKSKey,
-                                               os_uniform)
+                                               bound_exponent, os_uniform, room_bits)
 from protocols.interactive.engines import ActiveEngine, GenericActive, GenericPassive, PassiveEngine
 from protocols.interactive.packed_engines import PackedActive, PackedPassive
 from protocols.transport import Transport
@@ -106,8 +106,11 @@ class InteractiveConfig:
     slot-packed engine; False: the generic EncryptedArray engine). ``lr``: SGD rate
     of the interactive weights. ``noise_scale``: eps_w ~ U(-noise_scale, noise_scale)
     per step; 0 switches the weight-gradient mask off. FATE draws U(-2^10, 2^10) with
-    Paillier; the default 1.0 keeps W~ small, which packed CKKS needs (its absolute
-    error grows with max |W~|) and which keeps Paillier lanes within their slots.
+    Paillier; the default 1.0 keeps W~ small, which packed CKKS's precision wants (the
+    absolute error of z grows with max |W~|: about 2e-4 at FATE's scale, 4e-7 at 1.0) and
+    which keeps Paillier lanes within their slots. eps_acc, a random walk, goes to the
+    evaluator scaled into range (``scale_exp``), so no noise scale or run length
+    overflows packed CKKS. :meth:`check_batch` bounds the rows of a batch.
     ``activation_bound``: public bound on |a| (encryption range). ``mask_bits``:
     statistical hiding of packed CKKS masks. ``helper``: with packed CKKS the
     evaluator computes each input gradient in a helper process of its own, beside the
@@ -157,6 +160,19 @@ class InteractiveConfig:
     @property
     def packed_ckks(self) -> bool:
         return self.he == "ckks" and self.packed
+
+    def check_batch(self, rows: int, *, name: str = "batch_size") -> None:
+        """InputError if packed CKKS cannot mask a weight gradient summed over ``rows`` activations:
+        each value is below ``activation_bound * rows``, and its mask 2^mask_bits times that."""
+        if not self.packed_ckks:
+            return
+        room = room_bits(PACKED_CKKS_OPTIONS["coeff_mod_bit_sizes"], PACKED_CKKS_OPTIONS["scale_bits"])
+        per_row = 2.0 ** bound_exponent(self.activation_bound) * (1.0 + 2.0 ** self.mask_bits)  # as encrypted
+        if rows * per_row >= 2.0 ** room:
+            most = math.ceil(2.0 ** room / per_row) - 1
+            raise InputError(f"{name}={rows} is too many rows for packed CKKS with activation_bound="
+                             f"{self.activation_bound:g} and mask_bits={self.mask_bits} (at most {most}: "
+                             f"their masked weight gradients need 2^{room}); lower one of the three")
 
     def make_key(self) -> Any:
         """A fresh key pair for the passive party (OS randomness)."""

@@ -26,6 +26,11 @@ from protocols.interactive.packing import Plan, make_plan
 from protocols.interactive.sealwire import ciphertext_from_bytes, prefixed, unprefixed
 
 
+NOISE_BOUND_EXP = 6
+"""eps_acc travels encrypted as eps_acc / 2^j with every lane within 2^6 (j >= 0 announced as
+``scale_exp``), far inside the packed context's value limit of 2^9 however long the walk runs."""
+
+
 class PackedPassive(PassiveEngine):
     """Key owner with the packed CKKS layout (secret-key encryption, complex slots)."""
 
@@ -33,6 +38,7 @@ class PackedPassive(PassiveEngine):
         super().__init__(n_in, n_out, bound)
         self.core = packed.PackedKeyOwner(secret)
         self.slots = secret.public_context().config.slots
+        self._noise_exp = 0  # j of the step's Enc(eps_acc / 2^j)
 
     def _plan(self, kind: str) -> Plan:
         shapes = {"forward": (self.rows, self.n_in, self.n_out),
@@ -45,16 +51,21 @@ class PackedPassive(PassiveEngine):
         return self.core.encrypt(a, self._plan("forward"), self.bound)
 
     def encrypt_backward(self, a: np.ndarray, noise: np.ndarray) -> dict[str, Any]:
-        bound = 2.0 ** bound_exponent(float(np.max(np.abs(noise), initial=0.0)))
+        """Enc(a.T) and Enc(eps_acc / 2^j), j = ``scale_exp`` (public) keeping the lanes within
+        2^NOISE_BOUND_EXP: eps_acc is a random walk that outgrows the context's value limit."""
+        exp = bound_exponent(float(np.max(np.abs(noise), initial=0.0)))
+        self._noise_exp = max(0, exp - NOISE_BOUND_EXP)
+        scaled = np.ldexp(noise, -self._noise_exp)
+        e_fields = self.core.encrypt(scaled, self._plan("input"), 2.0 ** (exp - self._noise_exp))
         return {**prefixed("g", self.core.encrypt(a.T, self._plan("weight"), self.bound)),
-                **prefixed("e", self.core.encrypt(noise, self._plan("input"), bound))}
+                **prefixed("e", {**e_fields, "scale_exp": self._noise_exp})}
 
     def open_masked(self, fields: Mapping[str, Any], kind: str, minus: np.ndarray) -> dict[str, Any]:
         self._expect(kind)
         return {"values": self.core.decrypt(fields, self._plan(kind)) - minus}
 
     def open_input_grad(self, fields: Mapping[str, Any]) -> np.ndarray:
-        return self.core.decrypt(fields, self._plan("input")).T
+        return np.ldexp(self.core.decrypt(fields, self._plan("input")), self._noise_exp).T
 
 
 HELPER_SHARE = 0.5
@@ -152,4 +163,4 @@ class PackedActive(ActiveEngine):
             self.helper.close()
 
 
-__all__ = ["HELPER_SHARE", "PackedActive", "PackedPassive", "split_groups"]
+__all__ = ["HELPER_SHARE", "NOISE_BOUND_EXP", "PackedActive", "PackedPassive", "split_groups"]

@@ -142,7 +142,8 @@ def test_roles_run_in_separate_processes() -> None:
 
 @pytest.mark.parametrize("kwargs", [dict(he="rsa"), dict(he="paillier", key_bits=512),
                                     dict(noise_scale=-1.0), dict(mask_bits=0), dict(max_steps=0),
-                                    dict(activation_bound=0.0), dict(epochs=0)])
+                                    dict(activation_bound=0.0), dict(epochs=0),
+                                    dict(batch_size=256, activation_bound=512.0)])
 def test_bad_config(kwargs: dict) -> None:
     with pytest.raises(InputError):
         HEVFLConfig(**kwargs)

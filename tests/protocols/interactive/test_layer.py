@@ -69,6 +69,26 @@ def test_the_helper_process_gives_the_same_training_as_the_caller_alone() -> Non
                        atol=tol, rtol=0)
 
 
+@pytest.mark.parametrize("helper", [False, True])
+def test_packed_ckks_takes_noise_past_its_value_limit(helper: bool) -> None:
+    # Arrange: FATE's noise scale; eps_acc passes the packed context's limit of 512 by step 2
+    rng = np.random.default_rng(4)
+    batches = make_batches(rng, n_in=9, n_out=4, rows=[16, 16, 16, 7], train=[True, True, True, False])
+    w0 = rng.normal(size=(9, 4)) * 0.5
+    config = replace(CONFIGS["ckks"], noise_scale=1024.0, helper=helper)
+    # Act
+    run = run_layer(config, batches, w0)
+    # Assert: eps_acc went out scaled down; dL/da and W as in the clear (z loses digits to the noise)
+    z, da, w = reference(batches, w0, config.lr)
+    assert np.abs(run.results["passive"]["noise"]).max() > 512
+    for got, want in zip(run.results["passive"]["grads"], da):
+        assert np.allclose(got, want, atol=1e-5, rtol=0)
+    for got, want in zip(run.results["active"]["outputs"], z):
+        assert np.allclose(got, want, atol=1e-3, rtol=0)
+    assert np.allclose(run.results["active"]["masked_weight"] - run.results["passive"]["noise"], w,
+                       atol=1e-6, rtol=0)
+
+
 def test_without_noise_the_active_party_holds_the_true_weights() -> None:
     rng = np.random.default_rng(3)
     batches = make_batches(rng, n_in=4, n_out=2, rows=[5], train=[True])
