@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from protocols.channels import AdditiveMask
-from protocols.errors import DecodeError, InputError
+from protocols.errors import DecodeError, EncodingOverflowError, InputError
 from protocols.he import FixedPointArray, PublicContext, SecretContext
 from protocols.he.fixedpoint import encode_fixed
 from protocols.interactive.ckks_engine import bound_exponent
@@ -155,11 +155,17 @@ class GenericPassive(PassiveEngine):
 
 
 class GenericActive(ActiveEngine):
-    """Evaluator over the EncryptedArray API; masks with AdditiveMask."""
+    """Evaluator over the EncryptedArray API; masks with AdditiveMask.
 
-    def __init__(self, public: PublicContext, n_in: int, n_out: int) -> None:
+    ``mask_bits`` (CKKS): the statistical hiding every mask must give; a product whose
+    values leave less room under the context's value limit is an EncodingOverflowError,
+    not a weaker mask. Paillier masks hide with AdditiveMask's default.
+    """
+
+    def __init__(self, public: PublicContext, n_in: int, n_out: int, *, mask_bits: int | None = None) -> None:
         super().__init__(n_in, n_out)
         self.public = public
+        self.mask_bits = mask_bits if public.scheme == "ckks" else None
         self._a: Any = None
         self._a_t: Any = None
         self._e: Any = None
@@ -176,7 +182,12 @@ class GenericActive(ActiveEngine):
         check_shape("Enc(E)", self._e.shape, (self.n_in, self.n_out))
 
     def _masked(self, product: Any) -> tuple[dict[str, Any], AdditiveMask]:
-        mask = AdditiveMask.draw(self.public, like=product)
+        try:
+            mask = AdditiveMask.draw(self.public, like=product, sigma_bits=self.mask_bits)
+        except EncodingOverflowError as exc:
+            raise EncodingOverflowError(f"{exc}: the generic CKKS engine cannot give this product's mask"
+                                        f" InteractiveConfig.mask_bits={self.mask_bits} bits; lower mask_bits"
+                                        " (weaker hiding) or use the packed engine (packed=True)") from None
         return mask.apply(product).to_fields(), mask
 
     def forward(self, w: np.ndarray) -> tuple[dict[str, Any], Any]:

@@ -88,7 +88,7 @@ def active_engine(public: PublicContext, n_in: int, n_out: int, *, packed_layout
     """The evaluator's engine matching the key owner's announcement (``helper``: packed only)."""
     if packed_layout:
         return PackedActive(public, n_in, n_out, mask_bits=mask_bits, helper=helper)
-    return GenericActive(public, n_in, n_out)
+    return GenericActive(public, n_in, n_out, mask_bits=mask_bits)
 
 
 def _number(name: str, value: Any, *, low: float, strict: bool = True) -> None:
@@ -112,7 +112,8 @@ class InteractiveConfig:
     evaluator scaled into range (``scale_exp``), so no noise scale or run length
     overflows packed CKKS. :meth:`check_batch` bounds the rows of a batch.
     ``activation_bound``: public bound on |a| (encryption range). ``mask_bits``:
-    statistical hiding of packed CKKS masks. ``helper``: with packed CKKS the
+    statistical hiding of CKKS masks (the generic engine's small value limit leaves
+    room for about 8 bits at most; it refuses a product that cannot have them). ``helper``: with packed CKKS the
     evaluator computes each input gradient in a helper process of its own, beside the
     weight gradient (a second core; SEAL keeps the GIL, so threads would not overlap). Paillier: ``key_bits``,
     ``precision_bits``, ``insecure_small_keys_for_tests`` (tests only).

@@ -15,7 +15,7 @@ CONFIGS = {
     "paillier": InteractiveConfig(he="paillier", key_bits=512, insecure_small_keys_for_tests=True,
                                   lr=0.5),
     "ckks": InteractiveConfig(he="ckks", lr=0.5, helper=False),
-    "ckks-generic": InteractiveConfig(he="ckks", packed=False, lr=0.5),
+    "ckks-generic": InteractiveConfig(he="ckks", packed=False, lr=0.5, mask_bits=8),  # all its value limit allows
 }
 TOLERANCE = {"paillier": 1e-7, "ckks": 1e-6, "ckks-generic": 1e-3}
 

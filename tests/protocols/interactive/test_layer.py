@@ -114,6 +114,16 @@ def test_parties_must_agree_on_the_scheme() -> None:
         run_parties({"passive": passive, "active": active}, timeout=20)
 
 
+def test_the_generic_ckks_engine_refuses_a_mask_weaker_than_mask_bits() -> None:
+    # Arrange: its value limit (2^19) leaves about 9 bits above these products, not the default 16
+    rng = np.random.default_rng(9)
+    batches = make_batches(rng, n_in=5, n_out=3, rows=[6], train=[True])
+    config = replace(CONFIGS["ckks-generic"], mask_bits=16)
+    # Act / Assert: a clear error, where masks used to shrink silently to what fitted
+    with pytest.raises(EncodingOverflowError, match="mask_bits=16 bits; lower mask_bits"):
+        run_layer(config, batches, rng.normal(size=(5, 3)))
+
+
 def test_activations_beyond_the_public_bound_are_refused() -> None:
     rng = np.random.default_rng(4)
     batches = make_batches(rng, n_in=3, n_out=2, rows=[4], train=[False])
