@@ -27,8 +27,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from protocols.channels import crypto
 from protocols.channels.shamir import SHARE_BYTES, Share
 from protocols.codec import Message, Tag
-from protocols.errors import (CryptoError, DropoutError, InputError, PeerFailedError, PeerTimeoutError,
-                              ProtocolError)
+from protocols.errors import (CryptoError, DecodeError, DropoutError, InputError, PeerFailedError,
+                              PeerTimeoutError, ProtocolError, TagMismatchError)
 from protocols.transport.base import Transport
 
 SEALED_SHARES_BYTES = 2 * SHARE_BYTES + crypto.TAG_BYTES
@@ -151,8 +151,9 @@ def collect(transport: Transport, senders: Sequence[str], tag: Tag,
             timeout: float) -> tuple[dict[str, Message], float]:
     """Receive ``tag`` from each sender until all arrived or ``timeout`` passed.
 
-    A sender that has left (closed its transport, or its link broke) counts as
-    dropped at once, as one that stays silent until ``timeout`` does. Returns the
+    A sender that has left (closed its transport, or its link broke) or sent a frame
+    that does not decode counts as dropped at once, as one that stays silent until
+    ``timeout`` does. Returns the
     messages that arrived and the seconds spent idle after the last arrival waiting
     for the rest (the cost of detecting dropouts).
     """
@@ -180,6 +181,6 @@ def _try_recv(transport: Transport, src: str, tag: Tag, timeout: float,
         into[src] = transport.recv(src, tag, timeout=timeout)
     except PeerTimeoutError:
         return None
-    except PeerFailedError:
+    except (PeerFailedError, DecodeError, TagMismatchError):  # left, or sent a frame that is not a message
         return False
     return True

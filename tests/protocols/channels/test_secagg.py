@@ -152,6 +152,50 @@ def test_a_roster_of_the_wrong_types_or_size_is_a_protocol_error(threshold, n_cl
     assert len(caught) == 1 and type(caught[0]) is ProtocolError
 
 
+class _Faulty:
+    """A client's transport that sends its message ``name`` as ``edit(fields)`` (a buggy client)."""
+
+    def __init__(self, transport, name, edit):  # type: ignore[no-untyped-def]
+        self.transport, self.message, self.edit = transport, name, edit  # not .name: the transport's
+
+    def __getattr__(self, attr):  # type: ignore[no-untyped-def]
+        return getattr(self.transport, attr)
+
+    def send(self, dst, tag, fields=None, /, **more):  # type: ignore[no-untyped-def]
+        fields = {**(fields or {}), **more}
+        return self.transport.send(dst, tag, self.edit(dict(fields)) if tag.name == self.message else fields)
+
+
+@pytest.mark.parametrize("stage, edit", [
+    ("advertise", lambda f: {**f, "c_pk": f["c_pk"][:5]}),
+    ("shares", lambda f: {**f, "to": f["to"][:1]}),
+    ("masked", lambda f: {**f, "y": f["y"][:-1]}),
+    ("masked", lambda f: {}),
+    ("reveal", lambda f: {**f, "b_shares": f["b_shares"][:, :3]}),
+], ids=["short key", "shares for too few", "short masked input", "no fields", "short shares"])
+def test_a_client_whose_message_is_malformed_is_dropped_and_the_others_are_summed(stage, edit):
+    # Arrange: five clients, c0 buggy at one stage (it may fail afterwards; the round must not); c0 is
+    # first in every list, so its reveal would be among the t the server uses
+    inputs = client_inputs(5, 12)
+    config = SecAggConfig(stage_timeout=5.0)
+
+    def faulty(transport, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return secagg_client(_Faulty(transport, stage, edit), **kwargs)
+        except ProtocolError as exc:
+            return f"stopped: {exc}"
+
+    roles = {"server": secagg_server, **{c: secagg_client for c in inputs}, "c0": faulty}
+    kwargs = {"server": {"clients": list(inputs), "config": config},
+              **{c: {"server": "server", "vector": v, "config": config} for c, v in inputs.items()}}
+    # Act
+    result = run_parties(roles, kwargs=kwargs, timeout=30).results["server"]
+    # Assert: c0 is out (a reveal comes after its input was summed: then it is in, and not a responder)
+    kept = [c for c in inputs if c in result.survivors]
+    assert np.allclose(result.vector, sum(inputs[c] for c in kept), atol=1e-6)
+    assert ("c0" in result.survivors) == (stage == "reveal") and len(kept) >= 4
+
+
 def test_consecutive_rounds_use_fresh_masks():
     inputs = client_inputs(3, 30)
 

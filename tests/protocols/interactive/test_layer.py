@@ -146,14 +146,14 @@ class _Rewriting:
     """A transport whose outgoing message ``name`` goes out as ``edit(fields)`` (a misbehaving peer)."""
 
     def __init__(self, transport, name, edit):  # type: ignore[no-untyped-def]
-        self.transport, self.name, self.edit = transport, name, edit
+        self.transport, self.message, self.edit = transport, name, edit  # not .name: the transport's
 
     def __getattr__(self, attr):  # type: ignore[no-untyped-def]
         return getattr(self.transport, attr)
 
     def send(self, dst, tag, fields=None, /, **more):  # type: ignore[no-untyped-def]
         fields = {**(fields or {}), **more}
-        return self.transport.send(dst, tag, self.edit(dict(fields)) if tag.name == self.name else fields)
+        return self.transport.send(dst, tag, self.edit(dict(fields)) if tag.name == self.message else fields)
 
 
 def _huge_lane(fields: dict) -> dict:
