@@ -10,6 +10,7 @@ from protocols.channels.bonawitz import check_unmask_request
 from protocols.errors import DropoutError, EncodingOverflowError, InputError, ProtocolError
 from protocols.transport import run_parties
 
+from ..rewriting import Rewriting
 from .helpers import client_inputs, run_round
 
 SECURE = SecAggConfig(secure=True, threshold=3)
@@ -152,20 +153,6 @@ def test_a_roster_of_the_wrong_types_or_size_is_a_protocol_error(threshold, n_cl
     assert len(caught) == 1 and type(caught[0]) is ProtocolError
 
 
-class _Faulty:
-    """A client's transport that sends its message ``name`` as ``edit(fields)`` (a buggy client)."""
-
-    def __init__(self, transport, name, edit):  # type: ignore[no-untyped-def]
-        self.transport, self.message, self.edit = transport, name, edit  # not .name: the transport's
-
-    def __getattr__(self, attr):  # type: ignore[no-untyped-def]
-        return getattr(self.transport, attr)
-
-    def send(self, dst, tag, fields=None, /, **more):  # type: ignore[no-untyped-def]
-        fields = {**(fields or {}), **more}
-        return self.transport.send(dst, tag, self.edit(dict(fields)) if tag.name == self.message else fields)
-
-
 @pytest.mark.parametrize("stage, edit", [
     ("advertise", lambda f: {**f, "c_pk": f["c_pk"][:5]}),
     ("shares", lambda f: {**f, "to": f["to"][:1]}),
@@ -181,7 +168,7 @@ def test_a_client_whose_message_is_malformed_is_dropped_and_the_others_are_summe
 
     def faulty(transport, **kwargs):  # type: ignore[no-untyped-def]
         try:
-            return secagg_client(_Faulty(transport, stage, edit), **kwargs)
+            return secagg_client(Rewriting(transport, stage, edit), **kwargs)
         except ProtocolError as exc:
             return f"stopped: {exc}"
 

@@ -10,6 +10,7 @@ import pytest
 from protocols.errors import DecodeError, EncodingOverflowError, InputError, ProtocolError
 from protocols.interactive import InteractiveConfig
 
+from ..rewriting import Rewriting
 from .conftest import CONFIGS, TOLERANCE, active_role, make_batches, passive_role, reference, run_layer
 
 
@@ -142,20 +143,6 @@ def test_wrong_shapes_are_refused() -> None:
         run_layer(CONFIGS["paillier"], [good[0].__class__(good[0].a, np.ones((3, 2)))], np.ones((3, 2)))
 
 
-class _Rewriting:
-    """A transport whose outgoing message ``name`` goes out as ``edit(fields)`` (a misbehaving peer)."""
-
-    def __init__(self, transport, name, edit):  # type: ignore[no-untyped-def]
-        self.transport, self.message, self.edit = transport, name, edit  # not .name: the transport's
-
-    def __getattr__(self, attr):  # type: ignore[no-untyped-def]
-        return getattr(self.transport, attr)
-
-    def send(self, dst, tag, fields=None, /, **more):  # type: ignore[no-untyped-def]
-        fields = {**(fields or {}), **more}
-        return self.transport.send(dst, tag, self.edit(dict(fields)) if tag.name == self.message else fields)
-
-
 def _huge_lane(fields: dict) -> dict:
     """A Paillier reply whose first lane is 2^4000, within the wire's width limit."""
     width = 512
@@ -185,5 +172,5 @@ def test_a_malformed_reply_from_the_key_owner_is_a_decode_error(scheme, name, ed
     kwargs = {"config": CONFIGS[scheme], "batches": batches, "w0": w0}
     # Act / Assert: a typed error from the active party, never NaN weights or a raw exception
     with pytest.raises(DecodeError):
-        run_parties({"passive": lambda t, **kw: passive_role(_Rewriting(t, name, edit), **kw),
+        run_parties({"passive": lambda t, **kw: passive_role(Rewriting(t, name, edit), **kw),
                      "active": active_role}, kwargs={"passive": kwargs, "active": kwargs}, timeout=30)
