@@ -2,9 +2,9 @@
 
 The network, initialisation, batch order and optimisers are those of
 :mod:`baselines.splitnn` (so with the same ``seed`` and ``passive_seed`` the two
-reach the same weights, up to fixed-point / CKKS error); only the interactive layer's passive half runs
-through the secure two-party protocol of :mod:`protocols.interactive`. One
-passive party, as in the STFL paper's FATE baseline.
+reach the same weights, up to fixed-point / CKKS error); only the interactive
+layer's passive half runs through the secure two-party protocol of
+:mod:`protocols.interactive`. One passive party, as in the STFL paper's FATE baseline.
 
 Flow. Both parties run PSI (ECDH, :mod:`protocols.psi`) on their IDs; the active
 party's IDs are its training and test rows, and it never says which is which.

@@ -309,6 +309,5 @@ def run_splitnn(split: VerticalSplit, config: SplitNNConfig | None = None) -> di
 
 
 __all__ = ["DTYPE", "Progress", "SplitNNConfig", "Widths", "active_interactive_init", "batch_positions", "batches",
-           "bottom_model",
-           "interactive_bound", "interactive_init", "loss_and_logits", "passive_weights", "run_splitnn",
-           "standardizer", "top_model", "train_splitnn", "weights_of"]
+           "bottom_model", "interactive_bound", "interactive_init", "loss_and_logits", "passive_weights",
+           "run_splitnn", "standardizer", "top_model", "train_splitnn", "weights_of"]

@@ -153,9 +153,8 @@ def collect(transport: Transport, senders: Sequence[str], tag: Tag,
 
     A sender that has left (closed its transport, or its link broke) or sent a frame
     that does not decode counts as dropped at once, as one that stays silent until
-    ``timeout`` does. Returns the
-    messages that arrived and the seconds spent idle after the last arrival waiting
-    for the rest (the cost of detecting dropouts).
+    ``timeout`` does. Returns the messages that arrived and the seconds spent idle
+    after the last arrival waiting for the rest (the cost of detecting dropouts).
     """
     start = time.monotonic()
     deadline, last = start + timeout, start

@@ -19,9 +19,9 @@ from typing import Callable, Sequence, TypeVar
 import numpy as np
 
 from protocols.channels import crypto, fixedpoint, prg, shamir
-from protocols.channels.shamir import Share
 from protocols.channels.bonawitz import (SEALED_SHARES_BYTES, Roster, array_field, collect, mask_sign,
                                          names_field, pairwise_seed, require_survivors)
+from protocols.channels.shamir import Share
 from protocols.channels.config import SecAggConfig, SecAggResult, secagg_tag
 from protocols.codec import Message
 from protocols.errors import CryptoError, InputError, ProtocolError
@@ -56,7 +56,9 @@ def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAg
     inputs = _one_length(_well_formed(masked, u2, lambda m: array_field(m, "y", np.uint64, (-1,))))
     u3 = [c for c in u2 if c in inputs]
     require_survivors(len(u3), n, t, "sent a masked input", round)
-    total = np.sum([inputs[u] for u in u3], axis=0, dtype=np.uint64)  # wraps mod 2^64, as the masks need
+    total = inputs[u3[0]].copy()
+    for u in u3[1:]:
+        np.add(total, inputs[u], out=total)  # wraps mod 2^64, as the masks need
     send_to_present(transport, u2, secagg_tag(round, "unmask"), survivors=u3)
 
     reveals, waited = collect(transport, u3, secagg_tag(round, "reveal"), timeout)

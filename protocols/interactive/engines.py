@@ -112,15 +112,20 @@ def check_shape(what: str, shape: tuple[int, ...], expected: tuple[int, ...]) ->
         raise DecodeError(f"{what} has shape {tuple(shape)}, expected {tuple(expected)}")
 
 
-def reply_values(reply: Mapping[str, Any], shape: tuple[int, ...]) -> np.ndarray:
-    """The finite float array ``values`` of the key owner's masked reply; DecodeError otherwise."""
-    values = reply.get("values")
+def peer_array(fields: Mapping[str, Any], name: str, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """The finite float array ``name`` of a message from the other party; DecodeError otherwise."""
+    values = fields.get(name)
     if not isinstance(values, np.ndarray) or values.dtype.kind != "f":
-        raise DecodeError("the masked reply lacks its float array 'values'")
-    check_shape("masked reply", values.shape, shape)
+        raise DecodeError(f"the {what} lacks its float array {name!r}")
+    check_shape(what, values.shape, shape)
     if not np.all(np.isfinite(values)):
-        raise DecodeError("the masked reply holds a value that is not finite")
+        raise DecodeError(f"the {what} holds a value that is not finite")
     return values.astype(np.float64, copy=False)
+
+
+def reply_values(reply: Mapping[str, Any], shape: tuple[int, ...]) -> np.ndarray:
+    """The values of the key owner's masked reply (:func:`peer_array`)."""
+    return peer_array(reply, "values", shape, "masked reply")
 
 
 class GenericPassive(PassiveEngine):
@@ -218,4 +223,5 @@ class GenericActive(ActiveEngine):
         return (out + out.encrypt_lanes(zeros, 0)).to_fields()  # fresh randomness for the key owner
 
 
-__all__ = ["ActiveEngine", "GenericActive", "GenericPassive", "PassiveEngine", "check_shape", "reply_values"]
+__all__ = ["ActiveEngine", "GenericActive", "GenericPassive", "PassiveEngine", "check_shape", "peer_array",
+           "reply_values"]

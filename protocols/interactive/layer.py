@@ -46,7 +46,7 @@ step. FATE starts eps_acc at zero with weights the active party drew, which hand
 what else it knows of the passive party's model.
 
 What each party sees: P sees only masked values (z + eps_s, dL/dW + eps_s') and its
-own dL/da; A sees [a], z, and the gradient masked by eps_w / lr; only public HE
+own dL/da; A sees [a], z, W~ and the gradient masked by eps_w / lr; only public HE
 contexts travel. Masks and noise come from the OS (``secrets`` / ``os.urandom``).
 """
 
@@ -63,7 +63,7 @@ from protocols.errors import InputError, ProtocolError
 from protocols.he import BACKENDS, PublicContext, SecretContext, load_public_context, make_config
 from protocols.interactive.ckks_engine import (MASK_BITS, PACKED_CKKS_OPTIONS, PackedCKKSKey,
                                                bound_exponent, os_uniform, room_bits)
-from protocols.interactive.engines import ActiveEngine, GenericActive, GenericPassive, PassiveEngine
+from protocols.interactive.engines import ActiveEngine, GenericActive, GenericPassive, PassiveEngine, peer_array
 from protocols.interactive.packed_engines import PackedActive, PackedPassive
 from protocols.transport import Transport
 
@@ -113,8 +113,8 @@ class InteractiveConfig:
     overflows packed CKKS. :meth:`check_batch` bounds the rows of a batch.
     ``activation_bound``: public bound on |a| (encryption range). ``mask_bits``:
     statistical hiding of CKKS masks (the generic engine's small value limit leaves
-    room for about 8 bits at most; it refuses a product that cannot have them). ``helper``: with packed CKKS the
-    evaluator computes each input gradient in a helper process of its own, beside the
+    room for about 8 bits at most; it refuses a product that cannot have them).
+    ``helper``: with packed CKKS the evaluator computes each input gradient in a helper process of its own, beside the
     weight gradient (a second core; SEAL keeps the GIL, so threads would not overlap). Paillier: ``key_bits``,
     ``precision_bits``, ``insecure_small_keys_for_tests`` (tests only).
     """
@@ -182,11 +182,10 @@ class InteractiveConfig:
         return BACKENDS[self.he].generate(self.he_config())
 
 
-def _matrix(name: str, value: Any, shape: tuple[int, ...], error: type[Exception] = InputError) -> np.ndarray:
-    array = np.asarray(value, dtype=np.float64) if isinstance(value, np.ndarray) or error is InputError else None
-    if array is None or array.shape != shape or not np.all(np.isfinite(array)):
-        got = "an array of shape " + str(array.shape) if array is not None else type(value).__name__
-        raise error(f"{name} must be a finite array of shape {shape}, got {got}")
+def _matrix(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if array.shape != shape or not np.all(np.isfinite(array)):
+        raise InputError(f"{name} must be a finite array of shape {shape}, got {array.shape}")
     return array
 
 
@@ -295,9 +294,8 @@ class ActiveInteractive:
         if not 0 < bound < math.inf:
             raise InputError(f"the initial-weight bound must be a positive finite number, got {bound!r}")
         self.t.send(self.passive, self._tag(0, "ready"), n_out=self.n_out, init_bound=bound)
-        masked = self.t.recv(self.passive, self._tag(0, "init"))["weight"]
-        self.weight = _matrix(f"party {self.passive!r}'s initial W~", masked, (n_in, self.n_out),
-                              error=ProtocolError).copy()
+        init = self.t.recv(self.passive, self._tag(0, "init"))
+        self.weight = peer_array(init.fields, "weight", (n_in, self.n_out), "initial W~").copy()
         self.engine.prepare_forward(self.weight)
         return n_in
 

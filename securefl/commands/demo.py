@@ -124,7 +124,8 @@ def _stfl_vs_he_vfl(epochs: int) -> dict[str, Any]:
 
     out = {"stfl": run_stfl(split, STFLConfig(epochs=epochs, vae_epochs=epochs), record=True),
            # passive_seed: the same initial weights every time, so the demo repeats
-           "he-vfl (ckks)": run_he_vfl(split, HEVFLConfig(he="ckks", epochs=epochs, passive_seed=0), observe=observe)}
+           "he-vfl (ckks)": run_he_vfl(split, HEVFLConfig(he="ckks", epochs=epochs, passive_seed=0),
+                                       observe=observe)}
     print(f"[4] STFL vs HE-VFL (CKKS), breast cancer, {epochs} epochs, same split:")
     for name, r in out.items():
         print(f"    {name:14s} accuracy {r['metrics']['accuracy']:.4f} | {r['seconds']:6.2f} s"

@@ -161,7 +161,9 @@ def _huge_lane(fields: dict) -> dict:
     ("ckks-generic", "z_reply", lambda f: {"values": np.full_like(f["values"], np.inf)}),
     ("paillier", "z_reply", _huge_lane),
     ("paillier", "g_reply", lambda f: {**f, "shape": [1, 1], "data": f["data"][:f["width"]]}),
-], ids=["no values", "text", "NaN", "wrong shape", "generic inf", "paillier 2^4000", "paillier shape"])
+    ("ckks", "init", lambda f: {"weight": f["weight"][:, :1]}),
+], ids=["no values", "text", "NaN", "wrong shape", "generic inf", "paillier 2^4000", "paillier shape",
+        "initial W~ shape"])
 def test_a_malformed_reply_from_the_key_owner_is_a_decode_error(scheme, name, edit) -> None:  # type: ignore[no-untyped-def]
     # Arrange: the passive party rewrites one of its replies
     from protocols.transport import run_parties
