@@ -16,7 +16,10 @@ Leaving the evaluator, every output ciphertext gets a fresh encryption added, so
 ``c1`` is re-randomised and the key owner cannot solve for the evaluator's
 plaintexts from it: either a uniform mask of ``mask_bits`` bits above the public
 bound of the result (values the key owner must not see) or the evaluator's own plain
-term (values it may see; fold copies are summed homomorphically first). The scale
+term (values it may see; fold copies are summed homomorphically first). Both come
+with a flood (:mod:`protocols.interactive.ckks_evaluator`): integer polynomials that
+make the low bits of every decrypted coefficient uniform, which a term encoded from
+doubles would leave to the exact product. The scale
 attribute is raised by ``2^(k + t)`` so that decoded lanes stay below the context's
 value limit; ``t`` travels as ``unscale_bits``. This reveals ``k``, the power of two
 of ``max |M|``, like the power-of-two bounds CKKSArray already publishes.
@@ -36,8 +39,12 @@ and ``join`` let two processes share one product
 diagonals ahead of its input, and ``zeros`` holds encryptions of zero made ahead of time.
 
 Caveats (as in :mod:`protocols.channels.masking`): CKKS masks hide statistically
-with ``mask_bits`` bits relative to a worst-case bound, and the decrypted noise is
-not flooded (no formal circuit privacy against the key owner).
+with ``mask_bits`` bits relative to a worst-case bound, in the slots and, flooded, in
+every coefficient, so a masked product's CKKS error is hidden with its value. A
+revealed sum (the input gradient, which the key owner reads) is flooded only below
+its own rounding step: its CKKS error (about 1e-8 at HE-VFL's breast sizes), a
+function of the evaluator's plaintexts, stays readable, so that product has no
+formal circuit privacy against the key owner.
 """
 
 from __future__ import annotations

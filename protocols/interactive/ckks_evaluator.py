@@ -3,6 +3,17 @@
 The parameters, the scales and the masking argument are those of
 :mod:`protocols.interactive.ckks_engine` (the key owner's side and the overview);
 the slot layout is :mod:`protocols.interactive.packing`'s.
+
+Flooding the low bits. The key owner decrypts a whole polynomial, not just the
+decoded slots. A term encoded from doubles at scale 2^85 has coefficients rounded to
+53 significant bits, so a mask or clear term of ~2^100 leaves the low ~48 bits of
+every coefficient to the exact product (and its error), which only the evaluator's
+plaintexts and the key owner's own ciphertexts determine. :meth:`PackedEvaluator._flood`
+adds integer polynomials drawn in the coefficient domain (encoded at scale 1, whose
+coefficients are exact integers below 2^53), uniform modulo the coarsest rounding
+step of the term they cover; their slot values are known to the evaluator, which
+removes them from the mask it keeps or from the clear term it adds, so no precision
+is lost.
 """
 
 from __future__ import annotations
@@ -19,6 +30,12 @@ from protocols.interactive.ckks_engine import (MASK_BITS, PLAIN_SCALE_BITS, Seal
                                                os_uniform)
 from protocols.interactive.packing import Plan, diagonals, pack_output, unpack_output
 from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
+
+FLOOD_BITS = 48
+"""Coefficient size (std, log2) of a flood's first part: exact integers, uniform modulo 2^45."""
+FLOOD_STEP = 44
+"""Bits between parts: each part's rounding step (its size less 52 bits) stays under the
+modulus to which the parts below it are already uniform."""
 
 Prepared = tuple[dict[tuple[int, int, int], Any], int]
 """Encoded plaintext diagonals by (chunk, output ciphertext, diagonal), and their exponent k."""
@@ -143,13 +160,19 @@ class PackedEvaluator:
 
     def masked(self, outs: list[Any], plan: Plan, exponent: int,
                x_bound: float) -> tuple[dict[str, Any], np.ndarray]:
-        """Fields of Enc(Y + r) for the key owner, and r (rows x outputs) to remove later."""
+        """Fields of Enc(Y + r) for the key owner, and r (rows x outputs) to remove later.
+
+        r is uniform in the slots and, with its flood, in every bit of every coefficient
+        below its size, so it hides the product's error as well as its value.
+        """
         value_bound = x_bound * plan.contraction  # |M 2^k| <= 1
         radius = math.ldexp(value_bound, self.mask_bits)
         shape = (plan.n_outputs, plan.slots)
         noise = os_uniform(radius, shape) + 1j * os_uniform(radius, shape)
-        fields = self._finish(outs, noise, value_bound + radius, exponent)
-        return fields, np.ldexp(unpack_output(noise, plan), -exponent)
+        floods, flooded = self._floods(plan.n_outputs, value_bound + radius)
+        peak = float(np.max(np.abs(flooded.view(np.float64))))  # ~2^-40 of the bound
+        fields = self._finish(outs, noise, value_bound + radius + peak, exponent, floods=floods)
+        return fields, np.ldexp(unpack_output(noise + flooded, plan), -exponent)
 
     def revealed(self, outs: list[Any], plan: Plan, exponent: int, x_bound: float,
                  plain: np.ndarray) -> dict[str, Any]:
@@ -163,12 +186,37 @@ class PackedEvaluator:
         outs = [None if ct is None else self._fold(ct, plan) for ct in outs]
         lanes = pack_output(scaled, plan).reshape(plan.n_outputs, plan.fold, -1)
         lanes[:] = lanes[:, :1]  # every copy holds the sum; the key owner adds them up
-        return self._finish(outs, lanes.reshape(plan.n_outputs, plan.slots), bound, exponent,
-                            copies=plan.fold)
+        floods, flooded = self._floods(plan.n_outputs, bound)  # taken off the clear term: Y + plain decrypts
+        return self._finish(outs, lanes.reshape(plan.n_outputs, plan.slots) - flooded, bound, exponent,
+                            copies=plan.fold, floods=floods)
+
+    def _floods(self, count: int, bound: float) -> tuple[list[list[Any]], np.ndarray]:
+        """``count`` floods for terms below ``bound`` (slot units at scale 2^85) and their slot values.
+
+        A term's coefficients are below ``bound 2^85``, rounded to steps of at most
+        ``2^(e - 52)`` with ``2^e`` that size; the flood is uniform modulo twice that step.
+        """
+        top = bound_exponent(bound) + self.seal.input_bits + PLAIN_SCALE_BITS - 51
+        sizes = [FLOOD_BITS]
+        while sizes[-1] - 3 < top:
+            sizes.append(min(sizes[-1] + FLOOD_STEP, top + 3))
+        scale = 2.0 ** (self.seal.input_bits + PLAIN_SCALE_BITS)
+        floods, values = [], np.zeros((count, self.seal.slots), dtype=np.complex128)
+        for lanes in values:
+            parts = []
+            for bits in sizes:  # coefficient std = radius sqrt(2 / (3 N)) for uniform complex slots
+                radius = math.ldexp(math.sqrt(3 * self.seal.slots), bits)
+                part = os_uniform(radius, lanes.shape) + 1j * os_uniform(radius, lanes.shape)
+                parts.append(self.seal.encode(part, 1.0))
+                parts[-1].scale = scale  # exact integers, read at the outputs' scale
+                lanes += part / scale
+            floods.append(parts)
+        return floods, values
 
     def _finish(self, outs: list[Any], lanes: np.ndarray, bound: float, exponent: int,
-                copies: int = 1) -> dict[str, Any]:
-        """Add Enc(lanes) to each output (from a spare zero when there is one) and set the decoding scale.
+                copies: int = 1, floods: Sequence[Sequence[Any]] = ()) -> dict[str, Any]:
+        """Add Enc(lanes) and the ``floods`` to each output (from a spare zero when there is one)
+        and set the decoding scale.
 
         Decoded lanes are ``value / 2^(k + t) / copies`` (below the value limit); the
         key owner multiplies by ``2^t`` and adds the ``copies`` fold copies.
@@ -180,8 +228,10 @@ class PackedEvaluator:
         scale = 2.0 ** (self.seal.input_bits + PLAIN_SCALE_BITS)
         unscale = bound_exponent(bound) - exponent - self.seal.decoded_bits
         cts = []
-        for out, add in zip(outs, lanes):
+        for i, (out, add) in enumerate(zip(outs, lanes)):
             fresh = self.seal.encrypt(add, scale, self.zeros.pop() if self.zeros else None)
+            for part in floods[i] if floods else ():
+                self.seal.evaluator.add_plain_inplace(fresh, part)
             if out is not None:
                 self.seal.evaluator.add_inplace(fresh, out)
             fresh.scale = math.ldexp(scale * copies, exponent + unscale)
@@ -191,4 +241,4 @@ class PackedEvaluator:
         return fields
 
 
-__all__ = ["PackedEvaluator", "Prepared"]
+__all__ = ["FLOOD_BITS", "FLOOD_STEP", "PackedEvaluator", "Prepared"]

@@ -1,0 +1,115 @@
+"""What the key owner decrypts from a packed CKKS output: the whole polynomial, flooded.
+
+The key owner holds the secret key, so it reads every coefficient of the decrypted
+plaintext, not only the decoded slots. These tests read those coefficients from the
+fields the evaluator sends and subtract the product itself (decrypted from the
+evaluator's ciphertexts, which only a test can see): what is left is what the
+evaluator added. Its low bits must be uniform, or they leave the exact product's
+low bits to the key owner.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from tenseal import sealapi
+
+from protocols.interactive.ckks_engine import PackedCKKSKey, PackedKeyOwner, SealHandles
+from protocols.interactive.ckks_evaluator import PackedEvaluator
+from protocols.interactive.packing import make_plan
+from protocols.interactive.sealwire import ciphertexts_from_fields
+
+ROWS, N_IN, N_OUT = 128, 100, 50  # HE-VFL's breast sizes: coefficients up to ~2^83, rounded in steps of 2^31
+
+
+def _coefficients(seal: SealHandles, plain: Any) -> list[int]:
+    """Signed coefficients of an NTT-form plaintext at the top level, by SEAL's own inverse NTT.
+
+    Adding the plaintext to an encryption of zero and taking both out of NTT form leaves
+    the plaintext's residues as their difference in the first polynomial.
+    """
+    base, summed = seal.zero(), sealapi.Ciphertext()
+    plain.scale = base.scale
+    seal.evaluator.add_plain(base, plain, summed)
+    for ct in (base, summed):
+        seal.evaluator.transform_from_ntt_inplace(ct)
+    n = base.poly_modulus_degree()
+    primes = [p.value() for p in seal.context.get_context_data(base.parms_id()).parms().coeff_modulus()]
+    modulus = math.prod(primes)
+    a, b = summed.dyn_array(), base.dyn_array()
+    out = [0] * n
+    for i, p in enumerate(primes):
+        lift = (modulus // p) * pow(modulus // p, -1, p)
+        for j in range(n):
+            out[j] += (a[i * n + j] - b[i * n + j]) % p * lift
+    return [c % modulus - modulus if c % modulus > modulus // 2 else c % modulus for c in out]
+
+
+def _added(key: PackedCKKSKey, owner: PackedKeyOwner, fields: dict, outs: list, n: int) -> list[int]:
+    """Coefficients of (decrypted output - decrypted product): the evaluator's additions."""
+    _, _, _, decryptor = key._sealapi()
+    body = {k: v for k, v in fields.items() if k != "unscale_bits"}
+    added: list[int] = []
+    for sent, product in zip(ciphertexts_from_fields(owner.seal.public, body, n), outs):
+        plains = [sealapi.Plaintext(), sealapi.Plaintext()]
+        decryptor.decrypt(sent, plains[0])
+        decryptor.decrypt(product, plains[1])
+        mine, theirs = (_coefficients(owner.seal, p) for p in plains)
+        added += [a - b for a, b in zip(mine, theirs)]
+    return added
+
+
+def _near_zero(coefficients: list[int], bits: int) -> float:
+    """Share of coefficients within 2^(bits - 7) of a multiple of 2^bits (uniform: 1/64)."""
+    m = 1 << bits
+    return float(np.mean([abs((c + m // 2) % m - m // 2) < m >> 7 for c in coefficients]))
+
+
+@pytest.fixture(scope="module")
+def parties() -> tuple[PackedCKKSKey, PackedKeyOwner, PackedEvaluator]:
+    key = PackedCKKSKey.generate_packed()
+    return key, PackedKeyOwner(key), PackedEvaluator(key.public_context())
+
+
+def _product(parties: tuple, seed: int) -> tuple[Any, np.ndarray, np.ndarray, list, int]:
+    _, owner, evaluator = parties
+    rng = np.random.default_rng(seed)
+    x, w = rng.uniform(-1, 1, (ROWS, N_IN)), rng.normal(0, 0.1, (N_IN, N_OUT))
+    plan = make_plan(evaluator.seal.slots, ROWS, N_IN, N_OUT)
+    outs, exponent = evaluator.product(evaluator.load(owner.encrypt(x, plan, 1.0), plan), w, plan)
+    return plan, x, w, outs, exponent
+
+
+def test_a_mask_is_uniform_in_every_bit_the_key_owner_decrypts(parties: tuple) -> None:
+    # Arrange
+    key, owner, evaluator = parties
+    plan, x, w, outs, exponent = _product(parties, seed=1)
+
+    # Act
+    fields, mask = evaluator.masked(outs, plan, exponent, 1.0)
+    added = _added(key, owner, fields, outs, plan.n_outputs)
+
+    # Assert: the mask leaves no low bits to the product (all were within 2^33 of 0 mod 2^40 before)
+    for bits in (16, 32, 40, 48):
+        assert _near_zero(added, bits) < 0.03, bits
+    np.testing.assert_allclose(owner.decrypt(fields, plan) - mask, x @ w, atol=1e-6)
+
+
+def test_a_revealed_sum_has_no_zero_low_bits_and_keeps_its_precision(parties: tuple) -> None:
+    # Arrange
+    key, owner, evaluator = parties
+    plan, x, w, outs, exponent = _product(parties, seed=2)
+    clear = np.random.default_rng(3).normal(0, 1, (ROWS, N_OUT))
+
+    # Act
+    fields = evaluator.revealed(outs, plan, exponent, 1.0, clear)
+    added = _added(key, owner, fields, outs, plan.n_outputs)
+
+    # Assert: below the clear term's rounding step (2^31 here) the bits are uniform
+    # (before flooding, all coefficients were within 2^17 of 0 mod 2^24)
+    for bits in (16, 24):
+        assert _near_zero(added, bits) < 0.03, bits
+    np.testing.assert_allclose(owner.decrypt(fields, plan), x @ w + clear, atol=1e-6)
