@@ -18,8 +18,9 @@ one client -- which would unmask that client's input.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -33,6 +34,8 @@ from protocols.transport.base import Transport
 
 SEALED_SHARES_BYTES = 2 * SHARE_BYTES + crypto.TAG_BYTES
 POLL_SECONDS = 0.01
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,28 @@ def share_rows(shares: Sequence[Share]) -> np.ndarray:
     """Shares' y values as a (k, SHARE_BYTES) uint8 array for the wire."""
     raw = b"".join(s.y_bytes() for s in shares)
     return np.frombuffer(raw, dtype=np.uint8).reshape(len(shares), SHARE_BYTES)
+
+
+def well_formed(messages: dict[str, Message], members: Sequence[str], read: Callable[[Message], T]
+                 ) -> dict[str, T]:
+    """``read`` of each member's message; a member whose message it refuses is left out, as a silent one."""
+    out: dict[str, T] = {}
+    for member in members:
+        if member in messages:
+            try:
+                out[member] = read(messages[member])
+            except ProtocolError:  # DecodeError too: a missing field
+                continue
+    return out
+
+
+def one_length(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The masked inputs of the most common length (ties: the longest); the others are malformed."""
+    lengths = Counter(len(y) for y in inputs.values())
+    if not lengths:
+        return {}
+    length = max(lengths, key=lambda k: (lengths[k], k))
+    return {u: y for u, y in inputs.items() if len(y) == length}
 
 
 def require_survivors(have: int, n: int, threshold: int, what: str, round: int) -> None:

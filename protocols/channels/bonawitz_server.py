@@ -13,22 +13,19 @@ is a :class:`~protocols.errors.DropoutError`.
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Callable, Sequence, TypeVar
+from typing import Sequence
 
 import numpy as np
 
 from protocols.channels import crypto, fixedpoint, prg, shamir
 from protocols.channels.bonawitz import (SEALED_SHARES_BYTES, Roster, array_field, collect, mask_sign,
-                                         names_field, pairwise_seed, require_survivors)
+                                         names_field, one_length, pairwise_seed, require_survivors,
+                                         well_formed)
 from protocols.channels.shamir import Share
 from protocols.channels.config import SecAggConfig, SecAggResult, secagg_tag
 from protocols.codec import Message
 from protocols.errors import CryptoError, InputError, ProtocolError
 from protocols.transport.base import Transport, send_to_present
-
-T = TypeVar("T")
-
 
 def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAggConfig,
                   round: int) -> SecAggResult:
@@ -36,7 +33,7 @@ def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAg
     clients = tuple(clients)
     n, t, timeout = len(clients), config.threshold_for(len(clients)), config.stage_timeout
     ads, wait = collect(transport, clients, secagg_tag(round, "advertise"), timeout)
-    keys = _well_formed(ads, clients, _keys)
+    keys = well_formed(ads, clients, _keys)
     u1 = [c for c in clients if c in keys]
     require_survivors(len(u1), n, t, "advertised keys", round)
     roster = Roster(names=tuple(u1), c_pks=tuple(keys[c][0] for c in u1), s_pks=tuple(keys[c][1] for c in u1),
@@ -46,14 +43,14 @@ def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAg
 
     shares, waited = collect(transport, u1, secagg_tag(round, "shares"), timeout)
     wait += waited
-    rows = _well_formed(shares, u1, lambda m: _share_rows(m, roster))
+    rows = well_formed(shares, u1, lambda m: _share_rows(m, roster))
     u2 = [c for c in u1 if c in rows]
     require_survivors(len(u2), n, t, "shared their keys", round)
     _relay_shares(transport, roster, rows, u2, round)
 
     masked, waited = collect(transport, u2, secagg_tag(round, "masked"), timeout)
     wait += waited
-    inputs = _one_length(_well_formed(masked, u2, lambda m: array_field(m, "y", np.uint64, (-1,))))
+    inputs = one_length(well_formed(masked, u2, lambda m: array_field(m, "y", np.uint64, (-1,))))
     u3 = [c for c in u2 if c in inputs]
     require_survivors(len(u3), n, t, "sent a masked input", round)
     total = inputs[u3[0]].copy()
@@ -64,26 +61,13 @@ def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAg
     reveals, waited = collect(transport, u3, secagg_tag(round, "reveal"), timeout)
     wait += waited
     dropped = [c for c in u2 if c not in u3]
-    revealed = _well_formed(reveals, u3, lambda m: _reveal_rows(m, roster, u3, dropped))
+    revealed = well_formed(reveals, u3, lambda m: _reveal_rows(m, roster, u3, dropped))
     u4 = [c for c in u3 if c in revealed]
     require_survivors(len(u4), n, t, "answered the unmasking request", round)
     _unmask(total, roster, {v: revealed[v] for v in u4[:t]}, u3, dropped, round, config.prg)
     return SecAggResult(vector=fixedpoint.decode(total, scale_bits=config.scale_bits),
                         survivors=tuple(u3), dropped=tuple(c for c in clients if c not in u3),
                         threshold=t, secure=True, wait_seconds=wait)
-
-
-def _well_formed(messages: dict[str, Message], members: Sequence[str], read: Callable[[Message], T]
-                 ) -> dict[str, T]:
-    """``read`` of each member's message; a member whose message it refuses is left out, as a silent one."""
-    out: dict[str, T] = {}
-    for member in members:
-        if member in messages:
-            try:
-                out[member] = read(messages[member])
-            except ProtocolError:  # DecodeError too: a missing field
-                continue
-    return out
 
 
 def _keys(message: Message) -> tuple[bytes, bytes]:
@@ -111,15 +95,6 @@ def _relay_shares(transport: Transport, roster: Roster, rows: dict[str, dict[str
         stacked = np.stack([rows[u][v] for u in senders]) if senders \
             else np.zeros((0, SEALED_SHARES_BYTES), np.uint8)
         send_to_present(transport, [v], secagg_tag(round, "inbox"), members=u2, ct=stacked, **{"from": senders})
-
-
-def _one_length(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The masked inputs of the most common length (ties: the longest); the others are malformed."""
-    lengths = Counter(len(y) for y in inputs.values())
-    if not lengths:
-        return {}
-    length = max(lengths, key=lambda k: (lengths[k], k))
-    return {u: y for u, y in inputs.items() if len(y) == length}
 
 
 def _unmask(total: np.ndarray, roster: Roster, reveals: dict[str, tuple[list[Share], list[Share]]],

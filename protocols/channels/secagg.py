@@ -25,11 +25,12 @@ from typing import Sequence
 
 import numpy as np
 
-from protocols.channels.bonawitz import array_field, collect, require_survivors
+from protocols.channels.bonawitz import array_field, collect, one_length, require_survivors, well_formed
 from protocols.channels.config import DROP_STAGES, DropStage, SecAggConfig, SecAggResult, secagg_tag
 from protocols.channels.bonawitz_client import secure_client
 from protocols.channels.bonawitz_server import secure_server
-from protocols.errors import InputError
+from protocols.codec import Message
+from protocols.errors import InputError, ProtocolError
 from protocols.transport.base import Transport
 
 
@@ -63,14 +64,23 @@ def secagg_server(transport: Transport, *, clients: Sequence[str], config: SecAg
         return secure_server(transport, clients=clients, config=config, round=round)
     t = config.threshold_for(len(clients))
     got, wait = collect(transport, clients, secagg_tag(round, "plain"), config.stage_timeout)
-    survivors = [c for c in clients if c in got]
-    require_survivors(len(survivors), len(clients), t, "sent their input", round)
-    total = array_field(got[survivors[0]], "x", np.float64, (-1,)).copy()
+    inputs = one_length(well_formed(got, clients, _plain_input))  # as the masked server: a malformed one drops
+    survivors = [c for c in clients if c in inputs]
+    require_survivors(len(survivors), len(clients), t, "sent a well-formed input", round)
+    total = inputs[survivors[0]].copy()
     for c in survivors[1:]:
-        np.add(total, array_field(got[c], "x", np.float64, total.shape), out=total)
+        np.add(total, inputs[c], out=total)
     return SecAggResult(vector=total, survivors=tuple(survivors),
-                        dropped=tuple(c for c in clients if c not in got), threshold=t,
+                        dropped=tuple(c for c in clients if c not in inputs), threshold=t,
                         secure=False, wait_seconds=wait)
+
+
+def _plain_input(message: Message) -> np.ndarray:
+    """A client's clear input: a 1-D float64 array of finite values (ProtocolError otherwise)."""
+    x = array_field(message, "x", np.float64, (-1,))
+    if not np.all(np.isfinite(x)):
+        raise ProtocolError(f"client {message.src!r} sent a non-finite input")
+    return x
 
 
 def weighted_payload(vector: np.ndarray, weight: float) -> np.ndarray:

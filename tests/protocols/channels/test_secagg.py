@@ -183,6 +183,27 @@ def test_a_client_whose_message_is_malformed_is_dropped_and_the_others_are_summe
     assert ("c0" in result.survivors) == (stage == "reveal") and len(kept) >= 4
 
 
+@pytest.mark.parametrize("edit", [
+    lambda f: {**f, "x": f["x"][:-1]},
+    lambda f: {**f, "x": np.full_like(f["x"], np.nan)},
+    lambda f: {**f, "x": f["x"].astype(np.int64)},
+    lambda f: {},
+], ids=["short input", "NaN input", "integer input", "no fields"])
+def test_plain_aggregation_drops_a_malformed_client_as_secure_aggregation_does(edit):
+    # Arrange: five clients, c0's clear input malformed on the wire; c0 is first in every list
+    inputs = client_inputs(5, 12)
+    config = SecAggConfig(secure=False, stage_timeout=5.0)
+    roles = {"server": secagg_server, **{c: secagg_client for c in inputs},
+             "c0": lambda transport, **kw: secagg_client(Rewriting(transport, "plain", edit), **kw)}
+    kwargs = {"server": {"clients": list(inputs), "config": config},
+              **{c: {"server": "server", "vector": v, "config": config} for c, v in inputs.items()}}
+    # Act
+    result = run_parties(roles, kwargs=kwargs, timeout=30).results["server"]
+    # Assert: before, a short or integer input stopped the round and a NaN one poisoned the sum
+    assert result.dropped == ("c0",)
+    np.testing.assert_allclose(result.vector, sum(inputs[c] for c in inputs if c != "c0"))
+
+
 def test_consecutive_rounds_use_fresh_masks():
     inputs = client_inputs(3, 30)
 
