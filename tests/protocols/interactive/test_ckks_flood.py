@@ -22,7 +22,11 @@ from protocols.interactive.ckks_evaluator import PackedEvaluator
 from protocols.interactive.packing import make_plan
 from protocols.interactive.sealwire import ciphertexts_from_fields
 
-ROWS, N_IN, N_OUT = 128, 100, 50  # HE-VFL's breast sizes: coefficients up to ~2^83, rounded in steps of 2^31
+BREAST = (128, 100, 50)  # HE-VFL's batch and interactive widths on breast (give_credit: 25 and 25)
+FORWARD_AND_WEIGHT = [BREAST, (100, 128, 50), (128, 25, 25), (25, 128, 25)]
+"""(rows, contraction, outputs) of the masked products: a @ W~ and a.T @ dz at breast and credit sizes."""
+INPUT_GRAD = [(100, 50, 128), (25, 25, 128)]
+"""Those of the revealed one, eps_acc @ -dz.T: coefficients up to ~2^83, rounded in steps of up to 2^31."""
 
 
 def _coefficients(seal: SealHandles, plain: Any) -> list[int]:
@@ -74,19 +78,21 @@ def parties() -> tuple[PackedCKKSKey, PackedKeyOwner, PackedEvaluator]:
     return key, PackedKeyOwner(key), PackedEvaluator(key.public_context())
 
 
-def _product(parties: tuple, seed: int) -> tuple[Any, np.ndarray, np.ndarray, list, int]:
+def _product(parties: tuple, shape: tuple[int, int, int], seed: int) -> tuple[Any, np.ndarray, np.ndarray, list, int]:
     _, owner, evaluator = parties
+    rows, n_in, n_out = shape
     rng = np.random.default_rng(seed)
-    x, w = rng.uniform(-1, 1, (ROWS, N_IN)), rng.normal(0, 0.1, (N_IN, N_OUT))
-    plan = make_plan(evaluator.seal.slots, ROWS, N_IN, N_OUT)
+    x, w = rng.uniform(-1, 1, (rows, n_in)), rng.normal(0, 0.1, (n_in, n_out))
+    plan = make_plan(evaluator.seal.slots, rows, n_in, n_out)
     outs, exponent = evaluator.product(evaluator.load(owner.encrypt(x, plan, 1.0), plan), w, plan)
     return plan, x, w, outs, exponent
 
 
-def test_a_mask_is_uniform_in_every_bit_the_key_owner_decrypts(parties: tuple) -> None:
+@pytest.mark.parametrize("shape", FORWARD_AND_WEIGHT, ids=str)
+def test_a_mask_is_uniform_in_every_bit_the_key_owner_decrypts(parties: tuple, shape: tuple) -> None:
     # Arrange
     key, owner, evaluator = parties
-    plan, x, w, outs, exponent = _product(parties, seed=1)
+    plan, x, w, outs, exponent = _product(parties, shape, seed=1)
 
     # Act
     fields, mask = evaluator.masked(outs, plan, exponent, 1.0)
@@ -98,18 +104,19 @@ def test_a_mask_is_uniform_in_every_bit_the_key_owner_decrypts(parties: tuple) -
     np.testing.assert_allclose(owner.decrypt(fields, plan) - mask, x @ w, atol=1e-6)
 
 
-def test_a_revealed_sum_has_no_zero_low_bits_and_keeps_its_precision(parties: tuple) -> None:
+@pytest.mark.parametrize("shape", INPUT_GRAD, ids=str)
+def test_a_revealed_sum_has_no_zero_low_bits_and_keeps_its_precision(parties: tuple, shape: tuple) -> None:
     # Arrange
     key, owner, evaluator = parties
-    plan, x, w, outs, exponent = _product(parties, seed=2)
-    clear = np.random.default_rng(3).normal(0, 1, (ROWS, N_OUT))
+    plan, x, w, outs, exponent = _product(parties, shape, seed=2)
+    clear = np.random.default_rng(3).normal(0, 1, (shape[0], shape[2]))
 
     # Act
     fields = evaluator.revealed(outs, plan, exponent, 1.0, clear)
     added = _added(key, owner, fields, outs, plan.n_outputs)
 
-    # Assert: below the clear term's rounding step (2^31 here) the bits are uniform
-    # (before flooding, all coefficients were within 2^17 of 0 mod 2^24)
+    # Assert: below the clear term's rounding step the bits are uniform
+    # (before flooding, all coefficients were within 2^17 of 0 mod 2^24 at breast sizes)
     for bits in (16, 24):
         assert _near_zero(added, bits) < 0.03, bits
     np.testing.assert_allclose(owner.decrypt(fields, plan), x @ w + clear, atol=1e-6)
