@@ -42,9 +42,13 @@ Caveats (as in :mod:`protocols.channels.masking`): CKKS masks hide statistically
 with ``mask_bits`` bits relative to a worst-case bound, in the slots and, flooded, in
 every coefficient, so a masked product's CKKS error is hidden with its value. A
 revealed sum (the input gradient, which the key owner reads) is flooded only below
-its own rounding step: its CKKS error (about 1e-8 at HE-VFL's breast sizes), a
-function of the evaluator's plaintexts, stays readable, so that product has no
-formal circuit privacy against the key owner.
+its own rounding step, and the lanes the key owner does not read get a uniform
+guard: there Y is 0, and the CKKS error alone is a linear function of the
+evaluator's matrix whose coefficients the key owner can compute (its own input's
+rotation noise), so least squares gave the matrix away (dz to 2e-6, relative,
+before the guard). In the lanes it reads, the error (about 1e-8 at HE-VFL's breast
+sizes) sits beside dL/da unflooded: that product has no formal circuit privacy
+against the key owner.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from protocols.errors import EncodingOverflowError, InputError
 from protocols.he import CKKSPublicContext
 from protocols.interactive.ckks_engine import (MASK_BITS, PLAIN_SCALE_BITS, SealHandles, bound_exponent,
                                                os_uniform)
-from protocols.interactive.packing import Plan, diagonals, pack_output, unpack_output
+from protocols.interactive.packing import Plan, diagonals, pack_output, read_lanes, unpack_output
 from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
 
 FLOOD_BITS = 48
@@ -179,15 +179,20 @@ class PackedEvaluator:
         """Fields of Enc(Y + plain) for the key owner to read.
 
         Fold copies are summed here (rotations), not by the key owner: partial sums
-        over subsets of the contraction would tell it more than Y.
+        over subsets of the contraction would tell it more than Y. The lanes it does
+        not read get a uniform guard: there Y is 0, so they would hold the product's
+        CKKS error alone, a linear function of M whose coefficients the key owner can
+        compute (its own input's rotation noise), enough to solve for M.
         """
         scaled = np.ldexp(np.asarray(plain, dtype=np.float64), exponent)
         bound = x_bound * plan.contraction + float(np.max(np.abs(scaled), initial=0.0))
         outs = [None if ct is None else self._fold(ct, plan) for ct in outs]
         lanes = pack_output(scaled, plan).reshape(plan.n_outputs, plan.fold, -1)
         lanes[:] = lanes[:, :1]  # every copy holds the sum; the key owner adds them up
-        floods, flooded = self._floods(plan.n_outputs, bound)  # taken off the clear term: Y + plain decrypts
-        return self._finish(outs, lanes.reshape(plan.n_outputs, plan.slots) - flooded, bound, exponent,
+        read, shape = read_lanes(plan), (plan.n_outputs, plan.slots)
+        guard = os_uniform(bound, shape) * (read.real == 0) + 1j * os_uniform(bound, shape) * (read.imag == 0)
+        floods, flooded = self._floods(plan.n_outputs, 2 * bound)  # taken off the clear term: Y + plain decrypts
+        return self._finish(outs, lanes.reshape(shape) + guard - flooded, 2 * bound, exponent,
                             copies=plan.fold, floods=floods)
 
     def _floods(self, count: int, bound: float) -> tuple[list[list[Any]], np.ndarray]:

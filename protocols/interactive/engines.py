@@ -165,8 +165,9 @@ class GenericActive(ActiveEngine):
     ``mask_bits`` (CKKS): the statistical hiding every mask must give; a product whose
     values leave less room under the context's value limit is an EncodingOverflowError,
     not a weaker mask. Paillier masks hide with AdditiveMask's default. With CKKS, unlike
-    the packed engine, the low bits of the key owner's decrypted coefficients are not
-    flooded (:mod:`protocols.interactive.ckks_evaluator`): TenSEAL encodes every mask.
+    the packed engine (:mod:`protocols.interactive.ckks_evaluator`), the low bits of the
+    key owner's decrypted coefficients are not flooded (TenSEAL encodes every mask) and
+    the slots of Enc(dL/da) that it does not read are not guarded.
     """
 
     def __init__(self, public: PublicContext, n_in: int, n_out: int, *, mask_bits: int | None = None) -> None:

@@ -19,7 +19,7 @@ from tenseal import sealapi
 
 from protocols.interactive.ckks_engine import PackedCKKSKey, PackedKeyOwner, SealHandles
 from protocols.interactive.ckks_evaluator import PackedEvaluator
-from protocols.interactive.packing import make_plan
+from protocols.interactive.packing import make_plan, read_lanes
 from protocols.interactive.sealwire import ciphertexts_from_fields
 
 BREAST = (128, 100, 50)  # HE-VFL's batch and interactive widths on breast (give_credit: 25 and 25)
@@ -120,3 +120,40 @@ def test_a_revealed_sum_has_no_zero_low_bits_and_keeps_its_precision(parties: tu
     for bits in (16, 24):
         assert _near_zero(added, bits) < 0.03, bits
     np.testing.assert_allclose(owner.decrypt(fields, plan), x @ w + clear, atol=1e-6)
+
+
+def test_the_key_owner_cannot_solve_for_the_evaluators_matrix_from_the_lanes_it_does_not_read(parties: tuple) -> None:
+    """The attack: where Y is 0 (padding), a revealed output held only the CKKS error, linear
+    in M with coefficients the key owner computes by running the product itself on its own
+    ciphertexts (it holds the public context). Before the guard, least squares over a basis
+    of M recovered M (the active party's -dz.T) to a relative error of 2e-6."""
+    # Arrange: the key owner's encrypted noise and the evaluator's secret M, as in the input gradient
+    key, owner, evaluator = parties
+    mine = PackedEvaluator(key.public_context())  # the key owner's own evaluator
+    rows, n, outputs = 6, 4, 8
+    rng = np.random.default_rng(4)
+    plan = make_plan(evaluator.seal.slots, rows, n, outputs)
+    fields = owner.encrypt(rng.uniform(-1, 1, (rows, n)), plan, 1.0)
+    read = read_lanes(plan)
+    unread = np.concatenate([(read.real == 0).ravel(), (read.imag == 0).ravel()])
+
+    def view(party: PackedEvaluator, m: np.ndarray, clear: np.ndarray) -> np.ndarray:
+        outs, k = party.product(party.load(fields, plan), m, plan)
+        sent = party.revealed(outs, plan, k, 1.0, clear)
+        body = {name: value for name, value in sent.items() if name != "unscale_bits"}
+        lanes = key.decrypt_slots(ciphertexts_from_fields(owner.seal.public, body, plan.n_outputs))
+        lanes = lanes * 2.0 ** sent["unscale_bits"]
+        return np.concatenate([lanes.real.ravel(), lanes.imag.ravel()])[unread]
+
+    secret = rng.normal(0, 0.3, (n, outputs))
+    zeros = (np.zeros((n, outputs)), np.zeros((rows, outputs)))
+
+    # Act: the key owner probes a basis of M and solves
+    seen = view(evaluator, secret, rng.normal(0, 1, (rows, outputs)))
+    origin = view(mine, *zeros)
+    basis = [view(mine, np.eye(n * outputs)[i].reshape(n, outputs), zeros[1]) - origin for i in range(n * outputs)]
+    solved = np.linalg.lstsq(np.array(basis).T, seen - origin, rcond=None)[0].reshape(n, outputs)
+
+    # Assert: no better than knowing nothing
+    assert np.linalg.norm(solved - secret) / np.linalg.norm(secret) > 0.5
+    assert np.median(np.abs(seen)) > 0.01  # guarded lanes, not an error of ~1e-10

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from protocols.errors import InputError
-from protocols.interactive.packing import (make_plan, pack_output, simulate, unpack_output,
+from protocols.interactive.packing import (make_plan, pack_output, read_lanes, simulate, unpack_output,
                                            zero_sum_lanes)
 
 SHAPES = [(128, 100, 50), (100, 128, 50), (100, 50, 128), (7, 3, 5), (1, 1, 1), (40, 3, 2),
@@ -32,6 +32,19 @@ def test_output_packing_round_trips_and_zero_sum_noise_vanishes(shape: tuple[int
 
     assert np.array_equal(unpack_output(pack_output(y, plan), plan), y)
     assert np.allclose(unpack_output(zero_sum_lanes(plan, noise), plan), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_read_lanes_are_exactly_those_unpack_output_reads(shape: tuple[int, int, int]) -> None:
+    rng = np.random.default_rng(1)
+    plan = make_plan(256, *shape)
+    read = read_lanes(plan)
+    lanes = rng.normal(size=read.shape) + 1j * rng.normal(size=read.shape)
+    junk = rng.normal(size=read.shape) * (read.real == 0) + 1j * rng.normal(size=read.shape) * (read.imag == 0)
+
+    # junk in the other lanes changes nothing; every read part is used (fold copies included)
+    assert np.array_equal(unpack_output(lanes + junk, plan), unpack_output(lanes, plan))
+    assert (read.real != 0).sum() + (read.imag != 0).sum() == shape[0] * shape[2] * plan.fold
 
 
 def test_breast_sized_plans_use_two_ciphertexts_and_few_rotations() -> None:
