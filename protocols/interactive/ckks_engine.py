@@ -47,8 +47,11 @@ guard: there Y is 0, and the CKKS error alone is a linear function of the
 evaluator's matrix whose coefficients the key owner can compute (its own input's
 rotation noise), so least squares gave the matrix away (dz to 2e-6, relative,
 before the guard). In the lanes it reads, the error (about 1e-8 at HE-VFL's breast
-sizes) sits beside dL/da unflooded: that product has no formal circuit privacy
-against the key owner.
+sizes) sits beside dL/da unflooded; it is dominated there by the rounding of the
+evaluator's encoded diagonals, which the key owner cannot predict, and the same
+linear attack, fitted to what lies outside dL/da's rank, recovers nothing
+(``tests/protocols/interactive/test_ckks_flood.py``). That is a measurement, not a
+proof: this product has no formal circuit privacy against the key owner.
 """
 
 from __future__ import annotations
