@@ -41,15 +41,15 @@ diagonals ahead of its input, and ``zeros`` holds encryptions of zero made ahead
 Caveats (as in :mod:`protocols.channels.masking`): CKKS masks hide statistically
 with ``mask_bits`` bits relative to a worst-case bound, in the slots and, flooded, in
 every coefficient, so a masked product's CKKS error is hidden with its value. A
-revealed sum (the input gradient, which the key owner reads) is flooded only below
-its own rounding step, and the lanes the key owner does not read get a uniform
-guard: there Y is 0, and the CKKS error alone is a linear function of the
-evaluator's matrix whose coefficients the key owner can compute (its own input's
-rotation noise), so least squares gave the matrix away (dz to 2e-6, relative,
-before the guard). In the lanes it reads, the error (about 1e-8 at HE-VFL's breast
-sizes) sits beside dL/da unflooded; it is dominated there by the rounding of the
-evaluator's encoded diagonals, which the key owner cannot predict, and the same
-linear attack, fitted to what lies outside dL/da's rank, recovers nothing
+revealed sum (the input gradient, which the key owner reads) is guarded three ways:
+it is flooded below its own rounding step; the lanes the key owner does not read get
+a uniform guard (there Y is 0, and the error alone, linear in the evaluator's matrix
+with coefficients the key owner could compute from its own ciphertexts, gave dz away
+by least squares, to 2e-6); and its inputs are re-randomised before their rotations,
+so the key owner cannot compute the rotation noise that the matrix multiplies. What
+remains in the lanes it reads, beside dL/da, is an error of about 1e-8 at breast
+sizes, dominated by the rounding of the evaluator's encoded diagonals (a
+pseudo-random function of the matrix); a least-squares attack on it recovers nothing
 (``tests/protocols/interactive/test_ckks_flood.py``). That is a measurement, not a
 proof: this product has no formal circuit privacy against the key owner.
 """

@@ -56,6 +56,21 @@ class PackedEvaluator:
     def load(self, fields: Mapping[str, Any], plan: Plan) -> list[Any]:
         return ciphertexts_from_fields(self.seal.public, fields, plan.n_inputs)
 
+    def rerandomize(self, cts: Sequence[Any]) -> list[Any]:
+        """``cts`` (in place) plus a fresh Enc(0) each, for a product whose result the key owner reads.
+
+        The key switch of a rotation adds noise that is a function of the ciphertext's
+        ``c1`` and of keys the key owner made; on its own ciphertexts it could compute that
+        noise, which the evaluator's plaintext diagonals then multiply: a part of the
+        result's CKKS error linear in the evaluator's matrix with coefficients it knows.
+        With a ``c1`` it does not know, it cannot.
+        """
+        for ct in cts:
+            zero = self.zeros.pop() if self.zeros else self.seal.zero()
+            zero.scale = ct.scale
+            self.seal.evaluator.add_inplace(ct, zero)
+        return list(cts)
+
     def plaintexts(self, m: np.ndarray, plan: Plan, groups: range | None = None) -> Prepared:
         """The encoded diagonals of ``M 2^k`` for giant ``groups`` (default all) and the exponent k.
 

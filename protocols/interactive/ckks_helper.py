@@ -85,7 +85,7 @@ def input_grad_fields(evaluator: PackedEvaluator, noise: Mapping[str, Any], dz: 
     if isinstance(scale_exp, bool) or not isinstance(scale_exp, int) or not 0 <= scale_exp <= 64:
         raise DecodeError(f"packed noise has an invalid scale_exp {scale_exp!r}")
     plan = make_plan(evaluator.seal.slots, n_in, n_out, dz.shape[0])
-    cts = evaluator.load({k: v for k, v in noise.items() if k != "scale_exp"}, plan)
+    cts = evaluator.rerandomize(evaluator.load({k: v for k, v in noise.items() if k != "scale_exp"}, plan))
     outs, exponent = evaluator.product(cts, -dz.T, plan)
     return evaluator.revealed(outs, plan, exponent, input_bound(noise), np.ldexp((dz @ w.T).T, -scale_exp))
 

@@ -19,6 +19,7 @@ from tenseal import sealapi
 
 from protocols.interactive.ckks_engine import PackedCKKSKey, PackedKeyOwner, SealHandles
 from protocols.interactive.ckks_evaluator import PackedEvaluator
+from protocols.interactive.ckks_helper import input_grad_fields
 from protocols.interactive.packing import make_plan, read_lanes
 from protocols.interactive.sealwire import ciphertexts_from_fields
 
@@ -183,7 +184,8 @@ def test_the_linear_attack_fails_on_the_lanes_the_key_owner_reads(parties: tuple
     It factors O at rank n, leaving dz = dz0 A for an unknown A, and fits A so that err(-(dz0 A).T),
     predicted by its own runs, explains what lies outside that rank. The error there is dominated
     by the rounding of M's encoded diagonals, a pseudo-random function of M that its runs cannot
-    predict, and the fit recovers nothing (relative error 0.74-1.23 over four draws)."""
+    predict, and the fit recovered nothing (relative error 0.74-1.23 over four draws) even before
+    the rotation noise was re-randomised (also with probes at a finer plaintext scale)."""
     # Arrange
     probe = KeyOwnerProbe(parties, (8, 2, 12), seed=5)
     rows, n = probe.x.shape
@@ -212,3 +214,27 @@ def test_the_linear_attack_fails_on_the_lanes_the_key_owner_reads(parties: tuple
     # Assert: the attack works where the error is what the key owner predicts, and not here
     assert np.linalg.norm(if_predictable - dz) / np.linalg.norm(dz) < 1e-3
     assert np.linalg.norm(found - dz) / np.linalg.norm(dz) > 0.3
+
+
+def test_the_key_owner_cannot_reproduce_the_rotation_noise_of_the_input_gradient(parties: tuple) -> None:
+    """Run on its own ciphertexts, the product's key switches add noise the key owner can compute;
+    the evaluator re-randomises them first, so even knowing M and the clear term (as a test
+    does) the key owner's own run no longer reproduces what it decrypts (1e-15 before)."""
+    # Arrange
+    key, owner, evaluator = parties
+    mine = PackedEvaluator(key.public_context())
+    rows, n, outputs = 6, 4, 8
+    rng = np.random.default_rng(6)
+    plan = make_plan(evaluator.seal.slots, rows, n, outputs)
+    x = rng.uniform(-1, 1, (rows, n))
+    noise = owner.encrypt(x, plan, 1.0)
+    dz, w = rng.normal(0, 0.3, (outputs, n)), rng.normal(0, 0.3, (rows, n))
+
+    # Act: the evaluator's input gradient, and the key owner's own run of the same product
+    theirs = owner.decrypt(input_grad_fields(evaluator, noise, dz, w), plan)
+    outs, k = mine.product(mine.load(noise, plan), -dz.T, plan)
+    own = owner.decrypt(mine.revealed(outs, plan, k, 1.0, (dz @ w.T).T), plan)
+
+    # Assert
+    assert np.median(np.abs(theirs - own)) > 1e-13
+    np.testing.assert_allclose(theirs, (w - x) @ dz.T, atol=1e-6)
