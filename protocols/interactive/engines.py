@@ -169,7 +169,7 @@ class GenericActive(ActiveEngine):
     key owner's decrypted coefficients are not flooded (TenSEAL encodes every mask) and
     the slots of Enc(dL/da) that it does not read are not guarded (there, least squares
     over the key owner's own runs recovered nothing of dz at 6 x 3 x 5, unlike on the
-    packed engine before its guard: this engine has no rotations whose noise it knows).
+    packed engine before its guard; measured once, not proven).
     """
 
     def __init__(self, public: PublicContext, n_in: int, n_out: int, *, mask_bits: int | None = None) -> None:
