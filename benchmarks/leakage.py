@@ -25,6 +25,9 @@ are 1) and the clients' accuracies, equal either way up to fixed-point error.
 
 TDCD's hubs (bundled diabetes set): what hub0's transport delivered from the other hubs
 in a short run with three silos, plain and secure, and with two silos, secure.
+
+HE-VFL's key owner with ``--he ckks`` (:mod:`benchmarks.key_owner`): what the passive
+party can read beyond dL/da, since it decrypts whole polynomials and every slot.
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ import numpy as np
 
 from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, metadata, read_result,
                                run_main, writable, write_json, write_text)
+from benchmarks.key_owner import key_owner_section, key_owner_views
 
 DATASETS = ("breast", "default_credit", "give_credit")
+KEY_OWNER_SEEDS = 3  # fresh keys and data per seed; about 25 s each here
 QUICK_DATASETS = ("breast_sklearn",)  # bundled: runs without $SECUREFL_DATA
 
 
@@ -192,7 +197,7 @@ def hub_section(hubs: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict[str, Any]],
-             config: Config, hubs: Sequence[dict[str, Any]] = ()) -> str:
+             config: Config, hubs: Sequence[dict[str, Any]] = (), key_owner: Sequence[dict[str, Any]] = ()) -> str:
     rows = []
     for name, res in results.items():
         s = res["summary"]
@@ -227,6 +232,7 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict
         markdown_table(["method", "dataset", "aggregation", "messages", "float values", "64-bit words",
                         "share of 1 bits", "client accuracy"], server),
         *hub_section(hubs),
+        *key_owner_section(key_owner),
     ])
 
 
@@ -274,8 +280,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     results = {name: run_dataset(name, dataset, config) for name, dataset in datasets.items()}
     views, hubs = server_views(config.quick, data_dir), hub_views()
-    write_json(json_path, {**meta, "datasets": results, "server_view": views, "hub_view": hubs})
-    text = markdown(meta, results, views, config, hubs)
+    keys = key_owner_views(1 if config.quick else KEY_OWNER_SEEDS, quick=config.quick) if config.he == "ckks" else []
+    write_json(json_path, {**meta, "datasets": results, "server_view": views, "hub_view": hubs,
+                           "key_owner_view": keys})
+    text = markdown(meta, results, views, config, hubs, keys)
     write_text(md_path, text)
     print(text)
     return 0
@@ -287,7 +295,8 @@ def render(json_path: Path, md_path: Path) -> int:
                          {"datasets": dict, "server_view": list, "settings": dict})
     settings = stored["settings"]
     config = Config(**{**settings, "datasets": tuple(settings["datasets"])})
-    text = markdown(stored, stored["datasets"], stored["server_view"], config, stored.get("hub_view", []))
+    text = markdown(stored, stored["datasets"], stored["server_view"], config, stored.get("hub_view", []),
+                    stored.get("key_owner_view", []))
     write_text(md_path, text)
     print(text)
     return 0

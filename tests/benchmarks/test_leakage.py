@@ -33,6 +33,10 @@ def test_quick_run_attacks_he_vfl_and_reads_stfls_transport(tmp_path):
     text = (tmp_path / "leakage.md").read_text()
     assert "quick run" in text and "nothing to attack" in text and "The averaging server's view" in text
     assert "TDCD: what a hub receives from the other hubs" in text
+    checks = {row["check"]: row["stats"] for row in data["key_owner_view"]}  # HE-VFL's key owner, one shape each
+    assert len(checks) == 5 and checks["padding attack"]["dz_error"][0] > 0.5
+    assert checks["read-lane attack"]["dz_error_if_predictable"][0] < 1e-3
+    assert "HE-VFL's key owner: what it can read beyond dL/da" in text
     # --render-only rewrites the same Markdown from the stored JSON, running nothing
     (tmp_path / "leakage.md").unlink()
     assert bench.main(["--render-only", "--json", str(tmp_path / "leakage.json")]) == 0
