@@ -8,12 +8,18 @@ Flooding the low bits. The key owner decrypts a whole polynomial, not just the
 decoded slots. A term encoded from doubles at scale 2^85 has coefficients rounded to
 53 significant bits, so a mask or clear term of ~2^100 leaves the low ~48 bits of
 every coefficient to the exact product (and its error), which only the evaluator's
-plaintexts and the key owner's own ciphertexts determine. :meth:`PackedEvaluator._flood`
+plaintexts and the key owner's own ciphertexts determine. :meth:`PackedEvaluator._floods`
 adds integer polynomials drawn in the coefficient domain (encoded at scale 1, whose
 coefficients are exact integers below 2^53), uniform modulo the coarsest rounding
 step of the term they cover; their slot values are known to the evaluator, which
 removes them from the mask it keeps or from the clear term it adds, so no precision
 is lost.
+
+A revealed product (the input gradient) gets two more defences, since the key owner
+reads it and decodes every slot: a uniform guard in the lanes it is not meant to read
+(:meth:`PackedEvaluator.revealed`) and re-randomised inputs
+(:meth:`PackedEvaluator.rerandomize`). What they stop is measured in
+:mod:`benchmarks.key_owner`.
 """
 
 from __future__ import annotations
@@ -196,8 +202,9 @@ class PackedEvaluator:
         Fold copies are summed here (rotations), not by the key owner: partial sums
         over subsets of the contraction would tell it more than Y. The lanes it does
         not read get a uniform guard: there Y is 0, so they would hold the product's
-        CKKS error alone, a linear function of M whose coefficients the key owner can
-        compute (its own input's rotation noise), enough to solve for M.
+        CKKS error alone, linear in M; with inputs not re-randomised (:meth:`rerandomize`)
+        the key owner can compute its coefficients (its own input's rotation noise) and
+        solve for M.
         """
         scaled = np.ldexp(np.asarray(plain, dtype=np.float64), exponent)
         bound = x_bound * plan.contraction + float(np.max(np.abs(scaled), initial=0.0))
