@@ -32,7 +32,8 @@ Cost (2-core development machine, one thread): at the breast sizes of HE-VFL (ba
 128, n = 100, m = 50) each product takes 2 input and 2 output ciphertexts, 28
 rotations (~1.05 ms each), 64 plaintext encodings (~0.28 ms, SEAL's FFT and NTTs),
 128 plaintext multiplications (~0.08 ms) and 2 fresh encryptions (~2.4 ms): about
-80 ms, three products per training step. The evaluator's side is
+80 ms, three products per training step; the floods add one or two encodings per
+output ciphertext (a breast run's time moved within its noise). The evaluator's side is
 :mod:`protocols.interactive.ckks_evaluator`: ``PackedEvaluator.product(groups=...)``
 and ``join`` let two processes share one product
 (:mod:`protocols.interactive.ckks_helper`), ``plaintexts`` encodes a matrix's
