@@ -191,7 +191,8 @@ def read_lane_attack(parties: Parties, shape: tuple[int, int, int], seed: int) -
         return dz0 @ np.linalg.lstsq(fit, outside(o), rcond=None)[0].reshape(n, n)
 
     predictable = w @ dz.T + (err_of @ (-dz.T).ravel()).reshape(rows, -1)
-    return {"dz_error": _relative(recover(observed), dz), "dz_error_if_predictable": _relative(recover(predictable), dz)}
+    return {"dz_error": _relative(recover(observed), dz),
+            "dz_error_if_predictable": _relative(recover(predictable), dz)}
 
 
 def rotation_noise(parties: Parties, shape: tuple[int, int, int], seed: int) -> dict[str, float]:

@@ -156,12 +156,21 @@ def well_formed(messages: dict[str, Message], members: Sequence[str], read: Call
 
 
 def one_length(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The masked inputs of the most common length (ties: the longest); the others are malformed."""
+    """The inputs of the most common length (ties: the longest); the others are malformed."""
     lengths = Counter(len(y) for y in inputs.values())
     if not lengths:
         return {}
     length = max(lengths, key=lambda k: (lengths[k], k))
     return {u: y for u, y in inputs.items() if len(y) == length}
+
+
+def summed(inputs: dict[str, np.ndarray], members: Sequence[str]) -> np.ndarray:
+    """The members' inputs (of one length) added into a copy of the first, in place: no stacked
+    n x L copy. Unsigned words wrap mod 2^64, as masks need."""
+    total = inputs[members[0]].copy()
+    for member in members[1:]:
+        np.add(total, inputs[member], out=total)
+    return total
 
 
 def require_survivors(have: int, n: int, threshold: int, what: str, round: int) -> None:

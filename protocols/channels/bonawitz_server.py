@@ -19,13 +19,14 @@ import numpy as np
 
 from protocols.channels import crypto, fixedpoint, prg, shamir
 from protocols.channels.bonawitz import (SEALED_SHARES_BYTES, Roster, array_field, collect, mask_sign,
-                                         names_field, one_length, pairwise_seed, require_survivors,
+                                         names_field, one_length, pairwise_seed, require_survivors, summed,
                                          well_formed)
-from protocols.channels.shamir import Share
 from protocols.channels.config import SecAggConfig, SecAggResult, secagg_tag
+from protocols.channels.shamir import Share
 from protocols.codec import Message
 from protocols.errors import CryptoError, InputError, ProtocolError
 from protocols.transport.base import Transport, send_to_present
+
 
 def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAggConfig,
                   round: int) -> SecAggResult:
@@ -53,9 +54,7 @@ def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAg
     inputs = one_length(well_formed(masked, u2, lambda m: array_field(m, "y", np.uint64, (-1,))))
     u3 = [c for c in u2 if c in inputs]
     require_survivors(len(u3), n, t, "sent a masked input", round)
-    total = inputs[u3[0]].copy()
-    for u in u3[1:]:
-        np.add(total, inputs[u], out=total)  # wraps mod 2^64, as the masks need
+    total = summed(inputs, u3)
     send_to_present(transport, u2, secagg_tag(round, "unmask"), survivors=u3)
 
     reveals, waited = collect(transport, u3, secagg_tag(round, "reveal"), timeout)

@@ -25,7 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
-from protocols.channels.bonawitz import array_field, collect, one_length, require_survivors, well_formed
+from protocols.channels.bonawitz import (array_field, collect, one_length, require_survivors, summed,
+                                         well_formed)
 from protocols.channels.config import DROP_STAGES, DropStage, SecAggConfig, SecAggResult, secagg_tag
 from protocols.channels.bonawitz_client import secure_client
 from protocols.channels.bonawitz_server import secure_server
@@ -67,10 +68,7 @@ def secagg_server(transport: Transport, *, clients: Sequence[str], config: SecAg
     inputs = one_length(well_formed(got, clients, _plain_input))  # as the masked server: a malformed one drops
     survivors = [c for c in clients if c in inputs]
     require_survivors(len(survivors), len(clients), t, "sent a well-formed input", round)
-    total = inputs[survivors[0]].copy()
-    for c in survivors[1:]:
-        np.add(total, inputs[c], out=total)
-    return SecAggResult(vector=total, survivors=tuple(survivors),
+    return SecAggResult(vector=summed(inputs, survivors), survivors=tuple(survivors),
                         dropped=tuple(c for c in clients if c not in inputs), threshold=t,
                         secure=False, wait_seconds=wait)
 

@@ -34,7 +34,7 @@ from protocols.errors import EncodingOverflowError, InputError
 from protocols.he import CKKSPublicContext
 from protocols.interactive.ckks_engine import (MASK_BITS, PLAIN_SCALE_BITS, SealHandles, bound_exponent,
                                                os_uniform)
-from protocols.interactive.packing import Plan, diagonals, pack_output, read_lanes, unpack_output
+from protocols.interactive.packing import Plan, diagonals, pack_every_copy, read_lanes, unpack_output
 from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
 
 FLOOD_BITS = 48
@@ -72,10 +72,14 @@ class PackedEvaluator:
         With a ``c1`` it does not know, it cannot.
         """
         for ct in cts:
-            zero = self.zeros.pop() if self.zeros else self.seal.zero()
+            zero = self._spare_zero()
             zero.scale = ct.scale
             self.seal.evaluator.add_inplace(ct, zero)
         return list(cts)
+
+    def _spare_zero(self) -> Any:
+        """A fresh Enc(0): one made ahead of time when there is one (each used once), else a new one."""
+        return self.zeros.pop() if self.zeros else self.seal.zero()
 
     def plaintexts(self, m: np.ndarray, plan: Plan, groups: range | None = None) -> Prepared:
         """The encoded diagonals of ``M 2^k`` for giant ``groups`` (default all) and the exponent k.
@@ -209,13 +213,11 @@ class PackedEvaluator:
         scaled = np.ldexp(np.asarray(plain, dtype=np.float64), exponent)
         bound = x_bound * plan.contraction + float(np.max(np.abs(scaled), initial=0.0))
         outs = [None if ct is None else self._fold(ct, plan) for ct in outs]
-        lanes = pack_output(scaled, plan).reshape(plan.n_outputs, plan.fold, -1)
-        lanes[:] = lanes[:, :1]  # every copy holds the sum; the key owner adds them up
-        read, shape = read_lanes(plan), (plan.n_outputs, plan.slots)
+        lanes = pack_every_copy(scaled, plan)  # every copy holds the sum; the key owner adds them up
+        read, shape = read_lanes(plan), lanes.shape
         guard = os_uniform(bound, shape) * (read.real == 0) + 1j * os_uniform(bound, shape) * (read.imag == 0)
         floods, flooded = self._floods(plan.n_outputs, 2 * bound)  # taken off the clear term: Y + plain decrypts
-        return self._finish(outs, lanes.reshape(shape) + guard - flooded, 2 * bound, exponent,
-                            copies=plan.fold, floods=floods)
+        return self._finish(outs, lanes + guard - flooded, 2 * bound, exponent, copies=plan.fold, floods=floods)
 
     def _floods(self, count: int, bound: float) -> tuple[list[list[Any]], np.ndarray]:
         """``count`` floods for terms below ``bound`` (slot units at scale 2^85) and their slot values.
@@ -256,7 +258,7 @@ class PackedEvaluator:
         unscale = bound_exponent(bound) - exponent - self.seal.decoded_bits
         cts = []
         for i, (out, add) in enumerate(zip(outs, lanes)):
-            fresh = self.seal.encrypt(add, scale, self.zeros.pop() if self.zeros else None)
+            fresh = self.seal.encrypt(add, scale, self._spare_zero())
             for part in floods[i] if floods else ():
                 self.seal.evaluator.add_plain_inplace(fresh, part)
             if out is not None:

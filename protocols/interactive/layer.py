@@ -114,9 +114,10 @@ class InteractiveConfig:
     ``activation_bound``: public bound on |a| (encryption range). ``mask_bits``:
     statistical hiding of CKKS masks (the generic engine's small value limit leaves
     room for about 8 bits at most; it refuses a product that cannot have them).
-    ``helper``: with packed CKKS the evaluator computes each input gradient in a helper process of its own, beside the
-    weight gradient (a second core; SEAL keeps the GIL, so threads would not overlap). Paillier: ``key_bits``,
-    ``precision_bits``, ``insecure_small_keys_for_tests`` (tests only).
+    ``helper``: with packed CKKS the evaluator computes each input gradient in a helper
+    process of its own, beside the weight gradient (a second core; SEAL keeps the GIL,
+    so threads would not overlap). Paillier: ``key_bits``, ``precision_bits``,
+    ``insecure_small_keys_for_tests`` (tests only).
     """
 
     he: str = "ckks"

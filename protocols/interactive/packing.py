@@ -212,12 +212,18 @@ def pack_output(y: np.ndarray, plan: Plan) -> np.ndarray:
     return lanes.reshape(plan.n_outputs, plan.slots)
 
 
+def pack_every_copy(y: np.ndarray, plan: Plan) -> np.ndarray:
+    """:func:`pack_output` with Y in every fold copy, not only copy 0 (lanes that hold a sum
+    already folded, which :func:`unpack_output` then counts ``fold`` times)."""
+    lanes = pack_output(y, plan).reshape(plan.n_outputs, plan.fold, -1)
+    lanes[:] = lanes[:, :1]
+    return lanes.reshape(plan.n_outputs, plan.slots)
+
+
 def read_lanes(plan: Plan) -> np.ndarray:
     """1 in the real (imaginary) part of every lane :func:`unpack_output` reads, in every fold
     copy, 0 elsewhere: complex (n_outputs, slots). The other lanes are padding."""
-    used = pack_output(np.ones((plan.rows, plan.outputs)), plan).reshape(plan.n_outputs, plan.fold, -1)
-    used[:] = used[:, :1]
-    return used.reshape(plan.n_outputs, plan.slots)
+    return pack_every_copy(np.ones((plan.rows, plan.outputs)), plan)
 
 
 def zero_sum_lanes(plan: Plan, noise: np.ndarray) -> np.ndarray:
@@ -252,6 +258,6 @@ def simulate(x: np.ndarray, m: np.ndarray, plan: Plan) -> np.ndarray:
     return unpack_output(np.array(outs), plan)
 
 
-__all__ = ["PAIRS", "Plan", "diagonals", "make_plan", "next_pow2", "pack_input", "pack_output", "read_lanes",
-           "schedule", "simulate", "unpack_output", "zero_sum_lanes"]
+__all__ = ["PAIRS", "Plan", "diagonals", "make_plan", "next_pow2", "pack_every_copy", "pack_input", "pack_output",
+           "read_lanes", "schedule", "simulate", "unpack_output", "zero_sum_lanes"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -164,7 +165,7 @@ def _huge_lane(fields: dict) -> dict:
     ("ckks", "init", lambda f: {"weight": f["weight"][:, :1]}),
 ], ids=["no values", "text", "NaN", "wrong shape", "generic inf", "paillier 2^4000", "paillier shape",
         "initial W~ shape"])
-def test_a_malformed_reply_from_the_key_owner_is_a_decode_error(scheme, name, edit) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_reply_from_the_key_owner_is_a_decode_error(scheme: str, name: str, edit: Any) -> None:
     # Arrange: the passive party rewrites one of its replies
     from protocols.transport import run_parties
 
