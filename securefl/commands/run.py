@@ -119,10 +119,12 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.json, "--json")
     from securefl.data.registry import get_dataset
     from securefl.runtime import GPUPeak, resolve_device
+    from securefl.runtime.preload import preload
 
     resolve_device(args.device)
     kind = family(args, lambda name: get_dataset(name).kind)
     check_scope(args, kind, args.option_default)
+    preload()  # torch's first optimizer imports its compiler stack: not inside the run's clock
     if kind == "tdcd":
         return run_tdcd.main(args, _progress)
     if kind != "vertical" and args.role is not None:

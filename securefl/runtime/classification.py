@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from protocols.errors import InputError
+from securefl.runtime.ranking import average_precision, roc_auc
 
 
 def _check(labels: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -44,20 +45,18 @@ def one_vs_rest(labels: np.ndarray, probs: np.ndarray, score) -> float:
 
 def auroc(labels: np.ndarray, probs: np.ndarray) -> float:
     """Binary AUROC of P(class 1), or one-vs-rest macro AUROC for a probability matrix."""
-    from sklearn.metrics import roc_auc_score  # here, not at import: see securefl.runtime.metrics
     labels, probs = _check(labels, probs)
     if probs.ndim == 2:
-        return one_vs_rest(labels, probs, roc_auc_score)
-    return float(roc_auc_score(labels, probs)) if np.unique(labels).size == 2 else float("nan")
+        return one_vs_rest(labels, probs, roc_auc)
+    return roc_auc(labels, probs)
 
 
 def auprc(labels: np.ndarray, probs: np.ndarray) -> float:
     """Average precision of class 1, or its one-vs-rest macro mean for a probability matrix."""
-    from sklearn.metrics import average_precision_score
     labels, probs = _check(labels, probs)
     if probs.ndim == 2:
-        return one_vs_rest(labels, probs, average_precision_score)
-    return float(average_precision_score(labels, probs)) if np.unique(labels).size == 2 else float("nan")
+        return one_vs_rest(labels, probs, average_precision)
+    return average_precision(labels, probs)
 
 
 def accuracy(labels: np.ndarray, probs: np.ndarray) -> float:
@@ -82,7 +81,6 @@ def per_class(labels: np.ndarray, probs: np.ndarray) -> list[dict[str, float | i
 
 
 def _per_class(labels: np.ndarray, probs: np.ndarray, predicted: np.ndarray) -> list[dict[str, float | int | None]]:
-    from sklearn.metrics import average_precision_score, roc_auc_score
     if probs.ndim == 1:
         probs = np.stack([1.0 - probs, probs], axis=1)
     out = []
@@ -91,8 +89,8 @@ def _per_class(labels: np.ndarray, probs: np.ndarray, predicted: np.ndarray) -> 
         n = int(np.sum(hit))
         both = 0 < n < labels.size
         out.append({"class": k, "support": n,
-                    "auroc": float(roc_auc_score(hit, probs[:, k])) if both else None,
-                    "auprc": float(average_precision_score(hit, probs[:, k])) if both else None,
+                    "auroc": roc_auc(hit, probs[:, k]) if both else None,
+                    "auprc": average_precision(hit, probs[:, k]) if both else None,
                     "recall": float(np.mean(predicted[hit] == k)) if n else None})
     return out
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from protocols.errors import InputError
+from securefl.runtime.ranking import roc_auc
 
 
 def _gradients(grads: np.ndarray) -> np.ndarray:
@@ -55,8 +56,6 @@ def label_leakage(grads: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
     The cosine attack's known positive is the first positive row; it is left out of the
     grading, since the attacker knew its label already.
     """
-    from sklearn.metrics import roc_auc_score  # here, not at import: see securefl.runtime.metrics
-
     grads, labels = _gradients(grads), np.asarray(labels).ravel()
     if len(labels) != len(grads) or not set(np.unique(labels)) <= {0, 1}:
         raise InputError("label_leakage needs one 0/1 label per gradient row")
@@ -68,8 +67,8 @@ def label_leakage(grads: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
     cosine = cosine_scores(grads[rest], grads[known])
     graded = labels[rest]
     return {"rows": int(len(labels)), "positive_rate": float(labels.mean()),
-            "norm_auroc": float(roc_auc_score(labels, norm_scores(grads))),
-            "cosine_auroc": float(roc_auc_score(graded, cosine)) if 0 < graded.mean() < 1 else None,
+            "norm_auroc": roc_auc(labels, norm_scores(grads)),
+            "cosine_auroc": roc_auc(graded, cosine) if 0 < graded.mean() < 1 else None,
             "known_row": int(known)}
 
 

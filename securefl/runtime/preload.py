@@ -1,0 +1,21 @@
+"""Load, before a run's clock starts, what the run would otherwise load inside it.
+
+torch imports its compiler stack (``torch._dynamo``) the first time any optimizer is
+constructed: about 2 s on this project's 2-core machine, counted as its own by the
+first timed run of a process. ``securefl run centralized --dataset breast`` reported
+3.55 s, of which training took well under one (the rest was this and the import of
+``sklearn.metrics``, which the metrics no longer need). The ``securefl`` command's
+training commands and every benchmark call :func:`preload` before their first run.
+"""
+
+from __future__ import annotations
+
+
+def preload() -> None:
+    """Construct a throwaway torch optimizer, so that the first real one costs what later ones do."""
+    import torch
+
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+
+
+__all__ = ["preload"]
