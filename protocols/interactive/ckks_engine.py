@@ -5,12 +5,15 @@ Parameters (:data:`PACKED_CKKS_OPTIONS`): N = 8192, coeff_mod_bit_sizes (60, 60,
 power-of-two rotations. The key owner (a :class:`PackedCKKSKey`, which also decodes
 the imaginary parts of slots) encrypts X in the layout of
 :mod:`protocols.interactive.packing` at scale 2^50, with its secret key (2.5x faster
-than public-key encryption, equally IND-CPA), complex slots, top level. The
-evaluator multiplies by plaintext diagonals of M, normalised to ``|M 2^k| <= 1`` and
-encoded at 2^35, with baby-step/giant-step rotations and never rescales: results
-stay at the top level at scale 2^85, leaving 2^33 of room in the 120-bit modulus.
-Rotation key-switch noise (~2^18 absolute) is negligible at these scales, and the
-plaintext encoding error is ~sqrt(N) 2^-36 relative.
+than public-key encryption, equally IND-CPA), complex slots, top level, and sends
+them seeded: the uniform ``c1`` of each travels as the seed it was expanded from,
+half the bytes (SEAL's load expands it again). The seed is public, as ``c1`` is, and
+fresh from the OS per ciphertext, as SEAL draws every seed. The evaluator multiplies
+by plaintext diagonals of M, normalised to ``|M 2^k| <= 1`` and encoded at 2^35,
+with baby-step/giant-step rotations and never rescales: results stay at the top
+level at scale 2^85, leaving 2^33 of room in the 120-bit modulus. Rotation
+key-switch noise (~2^18 absolute) is negligible at these scales, and the plaintext
+encoding error is ~sqrt(N) 2^-36 relative.
 
 Leaving the evaluator, every output ciphertext gets a fresh encryption added, so its
 ``c1`` is re-randomised and the key owner cannot solve for the evaluator's
@@ -117,15 +120,24 @@ class PackedCKKSKey(CKKSSecretContext):
             self._packed_handles = handles
         return handles
 
-    def encrypt_slots(self, lanes: np.ndarray, scale: float) -> list[Any]:
-        """Fresh secret-key encryptions of complex slot vectors (2.5x faster than public-key)."""
+    def encrypt_slots(self, lanes: np.ndarray, scale: float, *, seeded: bool = False) -> list[Any]:
+        """Fresh secret-key encryptions of complex slot vectors (2.5x faster than public-key).
+
+        ``seeded``: SEAL ``Serializable`` ciphertexts, to send: ``c1`` is uniform, expanded from
+        a seed that SEAL draws from the OS, and travels as that seed, so each is half the bytes
+        of a full ciphertext (the receiver's load expands it). Otherwise SEAL ciphertexts, to
+        compute on.
+        """
         seal, encoder, encryptor, _ = self._sealapi()
         out = []
         for vector in np.asarray(lanes, dtype=np.complex128):
-            plain, ct = sealapi.Plaintext(), sealapi.Ciphertext()
+            plain = sealapi.Plaintext()
             encoder.encode(vector.tolist(), seal.first_parms_id(), scale, plain)
-            encryptor.encrypt_symmetric(plain, ct)
-            out.append(ct)
+            if seeded:
+                out.append(encryptor.encrypt_symmetric(plain))
+            else:
+                out.append(sealapi.Ciphertext())
+                encryptor.encrypt_symmetric(plain, out[-1])
         return out
 
     def decrypt_slots(self, ciphertexts: Sequence[Any]) -> np.ndarray:
@@ -200,7 +212,7 @@ class PackedKeyOwner:
         if not peak <= bound:
             raise EncodingOverflowError(f"|value| {peak:g} exceeds the public bound {bound:g}"
                                         " (raise InteractiveConfig.activation_bound)")
-        cts = self.secret.encrypt_slots(pack_input(x, plan), 2.0 ** self.seal.input_bits)
+        cts = self.secret.encrypt_slots(pack_input(x, plan), 2.0 ** self.seal.input_bits, seeded=True)
         return ciphertexts_fields(self.seal.public, cts, bound_exp=bound_exponent(bound))
 
     def decrypt(self, fields: Mapping[str, Any], plan: Plan) -> np.ndarray:

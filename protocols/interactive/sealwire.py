@@ -41,7 +41,11 @@ def _scratch_dir() -> str:
 
 
 def ciphertext_bytes(ciphertext: Any) -> bytes:
-    """SEAL's serialisation of one ciphertext (compressed as SEAL chooses)."""
+    """SEAL's serialisation of one ciphertext (compressed as SEAL chooses).
+
+    Also takes the ``Serializable`` that SEAL's secret-key encryption returns, whose
+    serialisation is seeded: ``c1`` travels as the seed it was drawn from, half the bytes.
+    """
     path = os.path.join(_scratch_dir(), f"{os.getpid()}-{threading.get_ident()}.ct")
     try:
         ciphertext.save(path)
@@ -95,7 +99,8 @@ def _tensor_proto(blobs: Sequence[bytes], scale: float, batch: int) -> bytes:
 
 def ciphertexts_fields(public: CKKSPublicContext, ciphertexts: Sequence[Any], *,
                        bound_exp: int) -> dict[str, Any]:
-    """CKKSArray fields of batched shape (slots, len(ciphertexts)) for ciphertexts at the top level.
+    """CKKSArray fields of batched shape (slots, len(ciphertexts)) for ciphertexts at the top level
+    (SEAL ciphertexts, or the seeded ``Serializable`` of secret-key encryptions).
 
     ``bound_exp`` is the public bound 2^bound_exp on every decoded lane.
     """

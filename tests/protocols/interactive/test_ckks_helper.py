@@ -38,6 +38,19 @@ def test_an_encryption_from_a_spare_zero_decrypts_like_a_fresh_one(key: PackedCK
     assert np.allclose(key.decrypt_slots([ct])[0][:8] * 2.0 ** 40 / ct.scale, values, atol=1e-6)
 
 
+def test_the_key_owners_ciphertexts_travel_seeded_at_half_the_bytes(key: PackedCKKSKey) -> None:
+    # Arrange
+    x, w, plan, fields = _inputs(key)
+    full = len(ciphertext_bytes(key.encrypt_slots(np.zeros((1, plan.slots)), 2.0 ** 50)[0]))
+    # Act: the evaluator loads them as full ciphertexts and computes on them
+    evaluator, owner = PackedEvaluator(key.public_context()), PackedKeyOwner(key)
+    outs, exponent = evaluator.product(evaluator.load(fields, plan), w, plan)
+    masked, mask = evaluator.masked(outs, plan, exponent, 1.0)
+    # Assert: c1 travels as its seed, and the product is still right
+    assert len(fields["tensor"]) < 0.55 * full * plan.n_inputs
+    assert np.allclose(owner.decrypt(masked, plan) - mask, x @ w, atol=1e-6)
+
+
 def test_a_diagonal_too_small_for_the_plaintext_scale_counts_as_zero(key: PackedCKKSKey) -> None:
     # Arrange: one diagonal holds only 1e-13 of max |M| (a saturated sigmoid's gradient), which
     # encodes to the zero plaintext that SEAL refuses to multiply by ("transparent" result)
