@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     resolve_device(args.device)
     kind = family(args, lambda name: get_dataset(name).kind)
     check_scope(args, kind, args.option_default)
-    preload()  # torch's first optimizer imports its compiler stack: not inside the run's clock
+    if args.role is None:  # every party here: its time is compared with other methods'
+        preload()  # torch's first optimizer imports its compiler stack: not inside the run's clock
     if kind == "tdcd":
         return run_tdcd.main(args, _progress)
     if kind != "vertical" and args.role is not None:

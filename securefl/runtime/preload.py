@@ -4,8 +4,10 @@ torch imports its compiler stack (``torch._dynamo``) the first time any optimize
 constructed: about 2 s on this project's 2-core machine, counted as its own by the
 first timed run of a process. ``securefl run centralized --dataset breast`` reported
 3.55 s, of which training took well under one (the rest was this and the import of
-``sklearn.metrics``, which the metrics no longer need). The ``securefl`` command's
-training commands and every benchmark call :func:`preload` before their first run.
+``sklearn.metrics``, which the metrics no longer need). ``securefl run`` with every
+party in one process, the demo and every benchmark call :func:`preload` before their
+first run. A party run alone (``--role``) does not: some never train (a horizontal
+server, a TDCD hub), and each party's time also holds its waits for the others.
 """
 
 from __future__ import annotations
