@@ -13,6 +13,23 @@ def _cell(summary: dict[str, Any]) -> str:
     return f"{summary['accuracy_mean']:.2f} ± {summary['accuracy_std']:.2f}{mark}"
 
 
+PAPER_EPOCHS = 100
+
+
+def unjudged(d: dict[str, Any], report: dict[str, Any]) -> str | None:
+    """Why dataset ``d``'s run cannot be held to the issue's targets, which are for the
+    paper's settings (None: it can). A merged report keeps each dataset's own run."""
+    run = d.get("run", report)
+    if run.get("quick"):
+        return "a --quick run"
+    epochs = (run.get("settings") or {}).get("epochs", PAPER_EPOCHS)
+    return None if epochs == PAPER_EPOCHS else f"{epochs} epochs, not the paper's {PAPER_EPOCHS}"
+
+
+def _verdict(met: bool, why: str | None) -> str:
+    return f"not judged, {why}" if why else "met" if met else "**not met**"
+
+
 def table_one(report: dict[str, Any]) -> str:
     sets = report["datasets"]
     headers = ["method"]
@@ -30,7 +47,8 @@ def table_one(report: dict[str, Any]) -> str:
         s, paper = d["summary"].get("stfl"), paper_accuracy("stfl", d["dataset"])
         if s and paper is not None:
             gap = s["accuracy_mean"] - paper
-            verdict = ("met" if abs(gap) <= ACCURACY_TOLERANCE else
+            why = unjudged(d, report)
+            verdict = (_verdict(True, why) if why or abs(gap) <= ACCURACY_TOLERANCE else
                        "outside the band, above the paper" if gap > 0 else "**not met**")
             lines.append(f"- STFL on {PAPER_NAMES[d['dataset']]}: {s['accuracy_mean']:.2f}% vs paper {paper:.2f}%"
                          f" ({gap:+.2f} points; target within {ACCURACY_TOLERANCE} points: {verdict})")
@@ -116,7 +134,7 @@ def speed_lines(report: dict[str, Any]) -> str:
             verdict = fate / ours >= value
             detail = f"{ours:.1f} s = {fate / ours:.1f}x faster than FATE's {fate:,.0f} s"
         lines.append(f"- {row} on {PAPER_NAMES[dataset]}: {detail} (target {wording}:"
-                     f" {'met' if verdict else '**not met**'})")
+                     f" {_verdict(verdict, unjudged(d, report))})")
     return "\n".join(lines) + "\n" if lines else ""
 
 

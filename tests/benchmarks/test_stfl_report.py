@@ -33,6 +33,17 @@ def test_stfl_verdict_follows_the_gap_to_the_paper():
     assert "**not met**" in table_one(_report(0.90))
 
 
+@pytest.mark.parametrize("run, why", [({"quick": True, "settings": {"epochs": 10}}, "a --quick run"),
+                                      ({"quick": False, "settings": {"epochs": 50}}, "50 epochs, not the paper's 100")])
+def test_a_run_not_at_the_papers_settings_is_not_judged_against_the_targets(run, why):
+    # Arrange: results that would meet every target, from a shorter run
+    report = {**_report(0.93, ckks_seconds=8.0), **run}
+    # Act
+    text = table_one(report) + speed_lines(report)
+    # Assert
+    assert text.count(f"not judged, {why}") == 3 and ": met" not in text
+
+
 def test_extrapolated_cells_are_marked():
     assert "90.00 ± 0.00 †" in table_one(_report(0.93))
     assert "split-NN accuracy, time extrapolated" in table_three(_report(0.93))
