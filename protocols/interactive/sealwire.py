@@ -9,35 +9,18 @@ wrapped as a batched CKKSArray of shape ``(slots, count)``: the same fields
 ``public.array_from_fields``, which validates the key, shape and level.
 
 SEAL's Python binding serialises a ciphertext only to a file, so ``ciphertext_bytes``
-goes through a private scratch file (in /dev/shm when there is one); it holds
+goes through :mod:`protocols.he.sealfile`'s private scratch file; it holds
 ciphertexts only, never key material.
 """
 
 from __future__ import annotations
 
-import atexit
-import os
-import shutil
 import struct
-import tempfile
-import threading
 from typing import Any, Mapping, Sequence
 
 from protocols.errors import DecodeError, InputError
 from protocols.he import CKKSPublicContext
-
-_LOCK = threading.Lock()
-_SCRATCH: list[str] = []
-
-
-def _scratch_dir() -> str:
-    with _LOCK:
-        if not _SCRATCH:
-            base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-            path = tempfile.mkdtemp(prefix="securefl-seal-", dir=base)
-            atexit.register(shutil.rmtree, path, True)
-            _SCRATCH.append(path)
-        return _SCRATCH[0]
+from protocols.he.sealfile import seal_bytes, seal_load, varint
 
 
 def ciphertext_bytes(ciphertext: Any) -> bytes:
@@ -46,14 +29,7 @@ def ciphertext_bytes(ciphertext: Any) -> bytes:
     Also takes the ``Serializable`` that SEAL's secret-key encryption returns, whose
     serialisation is seeded: ``c1`` travels as the seed it was drawn from, half the bytes.
     """
-    path = os.path.join(_scratch_dir(), f"{os.getpid()}-{threading.get_ident()}.ct")
-    try:
-        ciphertext.save(path)
-        with open(path, "rb") as fh:
-            return fh.read()
-    finally:
-        if os.path.exists(path):
-            os.remove(path)
+    return seal_bytes(ciphertext)
 
 
 def ciphertext_from_bytes(public: CKKSPublicContext, blob: bytes) -> Any:
@@ -63,37 +39,19 @@ def ciphertext_from_bytes(public: CKKSPublicContext, blob: bytes) -> Any:
     """
     from tenseal import sealapi
 
-    path = os.path.join(_scratch_dir(), f"{os.getpid()}-{threading.get_ident()}.in.ct")
-    ciphertext = sealapi.Ciphertext()
     try:
-        with open(path, "wb") as fh:
-            fh.write(blob)
-        ciphertext.load(public.tenseal_context.seal_context().data, path)
+        return seal_load(sealapi.Ciphertext(), public.tenseal_context.seal_context().data, blob)
     except (RuntimeError, ValueError) as err:
         raise DecodeError("not a ciphertext of this context") from err
-    finally:
-        if os.path.exists(path):
-            os.remove(path)
-    return ciphertext
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 def _tensor_proto(blobs: Sequence[bytes], scale: float, batch: int) -> bytes:
     """TenSEAL's CKKSTensorProto for a batched tensor of ``len(blobs)`` ciphertexts."""
-    shape = _varint(len(blobs))
-    parts = [b"\x0a", _varint(len(shape)), shape]
+    shape = varint(len(blobs))
+    parts = [b"\x0a", varint(len(shape)), shape]
     for blob in blobs:
-        parts += [b"\x12", _varint(len(blob)), blob]
-    parts += [b"\x19", struct.pack("<d", scale), b"\x20", _varint(batch)]
+        parts += [b"\x12", varint(len(blob)), blob]
+    parts += [b"\x19", struct.pack("<d", scale), b"\x20", varint(batch)]
     return b"".join(parts)
 
 

@@ -27,6 +27,30 @@ def test_public_context_has_no_secret_key(ckks: Scheme) -> None:
     assert not ckks.public.tenseal_context.has_galois_keys()
 
 
+def test_galois_keys_travel_seeded_at_about_half_tenseals_size(galois: Scheme) -> None:
+    # Arrange: the same parameters' public context as TenSEAL serialises it with its own Galois keys
+    import tenseal as ts
+
+    config = galois.public.config
+    reference = ts.context(ts.SCHEME_TYPE.CKKS, config.poly_modulus_degree,
+                           coeff_mod_bit_sizes=list(config.coeff_mod_bit_sizes))
+    reference.generate_galois_keys()
+    tenseal_size = len(reference.serialize(save_public_key=True, save_secret_key=False,
+                                           save_galois_keys=True, save_relin_keys=True))
+    # Act
+    public = galois.secret.public_context()
+    # Assert: half the Galois keys' bytes, and the received context holds them
+    assert len(public.serialize()) < 0.6 * tenseal_size
+    assert galois.public.tenseal_context.has_galois_keys() and not galois.public.tenseal_context.is_private()
+
+
+def test_an_unexpected_tenseal_encoding_is_refused_not_misread() -> None:
+    from protocols.he.ckks import _appended
+
+    with pytest.raises(InputError, match="expected format"):
+        _appended(b"\x08\x01", 2, b"")  # field 1 as a varint, not length-delimited
+
+
 def test_depth_is_tracked_and_enforced(ckks: Scheme, rng: np.random.Generator) -> None:
     x, w = rng.normal(size=(8, 3)), rng.normal(size=(3, 2))
     enc = ckks.public.encrypt(x)
