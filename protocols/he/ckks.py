@@ -6,7 +6,7 @@ refuses parameters above it), scale 2^40. The public context carries the public
 key and the relinearisation keys -- TenSEAL's ``CKKSTensor`` plaintext multiply
 insists on them although no ciphertext product is ever formed -- and Galois keys
 only with ``galois_keys=True`` (needed only for exact sums over axis 0; about 19 MB
-with these defaults, where TenSEAL's own serialisation takes 34 MB: SEAL makes them
+with these defaults, where TenSEAL's own serialisation takes 35 MB: SEAL makes them
 seeded, see :func:`_public_bytes`).
 
 Batch matmul uses ``CKKSTensor(batch=True)``: each of the d_in ciphertexts holds one
