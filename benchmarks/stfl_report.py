@@ -48,8 +48,8 @@ def table_one(report: dict[str, Any]) -> str:
         if s and paper is not None:
             gap = s["accuracy_mean"] - paper
             why = unjudged(d, report)
-            verdict = (_verdict(True, why) if why or abs(gap) <= ACCURACY_TOLERANCE else
-                       "outside the band, above the paper" if gap > 0 else "**not met**")
+            verdict = ("outside the band, above the paper" if not why and gap > ACCURACY_TOLERANCE
+                       else _verdict(abs(gap) <= ACCURACY_TOLERANCE, why))
             lines.append(f"- STFL on {PAPER_NAMES[d['dataset']]}: {s['accuracy_mean']:.2f}% vs paper {paper:.2f}%"
                          f" ({gap:+.2f} points; target within {ACCURACY_TOLERANCE} points: {verdict})")
     return "\n".join(lines) + "\n"

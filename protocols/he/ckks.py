@@ -222,14 +222,18 @@ def _public_bytes(context: ts.Context, galois: bool) -> bytes:
 
 
 def _appended(proto: bytes, number: int, extra: bytes) -> bytes:
-    """``proto`` (length-delimited fields only) with ``extra`` appended to field ``number``."""
+    """``proto`` with ``extra`` appended to its length-delimited field ``number`` (field numbers:
+    TenSEAL's ``tensealcontext.proto``; its messages hold varint and length-delimited fields only)."""
     out, pos = bytearray(), 0
     while pos < len(proto):
         key, pos = _read_varint(proto, pos)
-        size, pos = _read_varint(proto, pos)
-        if key & 7 != 2 or pos + size > len(proto):
+        value, pos = _read_varint(proto, pos)
+        if key & 7 == 0:  # a varint field (encryption_type): as it is
+            out += varint(key) + varint(value)
+            continue
+        if key & 7 != 2 or pos + value > len(proto):
             raise InputError("TenSEAL's context serialisation is not in the expected format")
-        body, pos = proto[pos:pos + size] + (extra if key >> 3 == number else b""), pos + size
+        body, pos = proto[pos:pos + value] + (extra if key >> 3 == number else b""), pos + value
         out += varint(key) + varint(len(body)) + body
     return bytes(out)
 

@@ -44,11 +44,17 @@ def test_galois_keys_travel_seeded_at_about_half_tenseals_size(galois: Scheme) -
     assert galois.public.tenseal_context.has_galois_keys() and not galois.public.tenseal_context.is_private()
 
 
-def test_an_unexpected_tenseal_encoding_is_refused_not_misread() -> None:
+def test_galois_keys_go_into_the_public_part_and_other_fields_pass_unchanged() -> None:
     from protocols.he.ckks import _appended
 
+    # field 1 "ab", field 2 "c", field 4 the varint 1 (encryption_type)
+    proto = b"\x0a\x02ab" + b"\x12\x01c" + b"\x20\x01"
+
+    assert _appended(proto, 2, b"XY") == b"\x0a\x02ab" + b"\x12\x03cXY" + b"\x20\x01"
     with pytest.raises(InputError, match="expected format"):
-        _appended(b"\x08\x01", 2, b"")  # field 1 as a varint, not length-delimited
+        _appended(b"\x0d\x00\x00\x00\x00", 2, b"")  # a fixed32 field: not TenSEAL's
+    with pytest.raises(InputError, match="expected format"):
+        _appended(b"\x12\x09c", 2, b"")  # a length past the end
 
 
 def test_depth_is_tracked_and_enforced(ckks: Scheme, rng: np.random.Generator) -> None:
