@@ -156,8 +156,10 @@ def _git(root, *args):
                    capture_output=True)
 
 
-def test_rewritten_result_files_do_not_mark_the_commit_dirty_but_code_changes_do(tmp_path):
-    # Arrange: a repository with one code file and one result file
+def test_rewritten_result_files_do_not_mark_the_commit_dirty_but_code_changes_do(tmp_path, monkeypatch):
+    # Arrange: a repository with one code file and one result file; git must find this one, not a
+    # GIT_DIR the environment names (as on a GPU machine, where the copied tree has no .git)
+    monkeypatch.delenv("GIT_DIR", raising=False)
     (tmp_path / "benchmarks" / "results").mkdir(parents=True)
     code, result = tmp_path / "benchmarks" / "run.py", tmp_path / "benchmarks" / "results" / "r.json"
     code.write_text("x = 1\n")
