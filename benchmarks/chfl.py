@@ -37,7 +37,7 @@ from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown
                                read_result, run_main, writable, write_json, write_text)
 from benchmarks.pool import map_jobs
 from protocols.errors import InputError
-from protocols.lifecycle import die_with_parent
+from securefl.runtime.preload import preload
 
 DATASETS = ("covertype", "sensorless", "aloi", "helena", "jannis", "digits")
 # ../shared/reference/README.md (paper Table II, III, V-B5): quoted for comparison, never measured here
@@ -242,13 +242,6 @@ def run_job(job: Job, cfg: Config) -> dict[str, Any]:
                                 for i in partition.common_columns]}
 
 
-def _init_worker() -> None:
-    import torch
-
-    die_with_parent()
-    torch.set_num_threads(1)
-
-
 def run_all(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
     """Run ``jobs`` on ``cfg.workers`` processes (in this process when 1), printing each as it ends."""
     def show(out: dict[str, Any], *_: int) -> dict[str, Any]:
@@ -259,10 +252,11 @@ def run_all(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
         return out
 
     if cfg.workers == 1:
+        preload(cfg.device)
         return [show(run_job(j, cfg)) for j in jobs]
     import multiprocessing
 
-    return map_jobs(run_job, [(j, cfg) for j in jobs], workers=cfg.workers, initializer=_init_worker,
+    return map_jobs(run_job, [(j, cfg) for j in jobs], workers=cfg.workers, device=cfg.device, threads=1,
                     mp_context=multiprocessing.get_context("spawn"), on_done=show)
 
 

@@ -45,7 +45,6 @@ from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, 
 from benchmarks.pool import map_jobs
 from protocols.channels import SecAggConfig
 from protocols.errors import SecureFLError
-from protocols.lifecycle import die_with_parent
 from protocols.transport import run_parties
 from securefl.algorithms.gl import SWITCHES, GLConfig, build_model, paper_config, switch_default, switches
 from securefl.data.gl_sets import encode_client
@@ -122,7 +121,7 @@ def run_jobs(name: str, seeds: Sequence[int], config: GLConfig, args: argparse.N
     def show(r: dict[str, Any], done: int, total: int) -> None:
         print(f"  {name} {r['method']} seed {r['seed']}: {r['seconds']:.0f} s ({done}/{total})", flush=True)
 
-    return map_jobs(run_job, jobs, workers=args.workers, initializer=die_with_parent, on_done=show)
+    return map_jobs(run_job, jobs, workers=args.workers, device=args.device, on_done=show)
 
 
 def summarise(name: str, runs: list[dict[str, Any]], config: GLConfig, args: argparse.Namespace) -> dict[str, Any]:

@@ -6,7 +6,10 @@ worker too, a job that catches it returns it as its result, and leaving the pool
 workers start with SIGINT blocked (:func:`protocols.lifecycle.ctrl_c_stays_here`), and
 when the caller is interrupted (or a job fails) the queued jobs are cancelled and the
 workers are ended instead of awaited. The workers also end with their launcher
-(:func:`protocols.lifecycle.die_with_parent`, called by the ``initializer``).
+(:func:`protocols.lifecycle.die_with_parent`) and, before their first job, load what
+that job would otherwise load inside its clock (:func:`securefl.runtime.preload.preload`
+on the benchmark's device: a spawned worker starts with no torch modules and no CUDA
+context of its own).
 
 A process that has used CUDA cannot fork a child that uses it too ("Cannot
 re-initialize CUDA in forked subprocess"), and a ``--device cuda`` benchmark touches
@@ -18,19 +21,35 @@ from __future__ import annotations
 
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import partial
 from typing import Any, Callable, Sequence
 
-from protocols.lifecycle import ctrl_c_stays_here
+from protocols.lifecycle import ctrl_c_stays_here, die_with_parent
 
 
-def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, initializer: Callable[[], None],
-             mp_context: Any = None, on_done: Callable[[Any, int, int], None] | None = None) -> list[Any]:
-    """``fn(*job)`` for every job on ``workers`` processes; the results in job order.
+def start_worker(device: str = "cpu", threads: int | None = None) -> None:
+    """A worker's start: end with the launcher, preload for ``device``, and cap torch at ``threads``."""
+    import torch
+
+    from securefl.runtime.preload import preload
+
+    die_with_parent()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    preload(device)
+
+
+def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, device: str = "cpu",
+             threads: int | None = None, mp_context: Any = None,
+             on_done: Callable[[Any, int, int], None] | None = None) -> list[Any]:
+    """``fn(*job)`` for every job on ``workers`` processes, each started by :func:`start_worker`;
+    the results in job order.
 
     ``on_done(result, done, total)`` is called in this process as each job ends. The
     first job error is raised here, after the other jobs are cancelled or ended.
     """
-    pool = ProcessPoolExecutor(workers, mp_context=mp_context or worker_context(), initializer=initializer)
+    pool = ProcessPoolExecutor(workers, mp_context=mp_context or worker_context(),
+                               initializer=partial(start_worker, device, threads))
     try:
         with ctrl_c_stays_here():  # the workers start (at submit) without a SIGINT of their own
             futures = [pool.submit(fn, *job) for job in jobs]
@@ -54,4 +73,4 @@ def worker_context() -> Any:
     return multiprocessing.get_context("spawn") if torch.cuda.is_initialized() else None
 
 
-__all__ = ["map_jobs", "worker_context"]
+__all__ = ["map_jobs", "start_worker", "worker_context"]

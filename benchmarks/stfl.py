@@ -189,13 +189,15 @@ def run_datasets(datasets: dict[str, Any], cfg: Config, log: CellLog | None = No
             log.add(cell[:3], cells[cell[:3]])
 
     if cfg.workers == 1:
+        from securefl.runtime.preload import preload
+
+        preload(cfg.device)  # the CUDA context and cuBLAS handle: not inside the first cell's time
         for job in jobs:
             finished(run_cell(*job))
     elif jobs:
         from benchmarks.pool import map_jobs
-        from protocols.lifecycle import die_with_parent
 
-        map_jobs(run_cell, jobs, workers=cfg.workers, initializer=die_with_parent, on_done=finished)
+        map_jobs(run_cell, jobs, workers=cfg.workers, device=cfg.device, on_done=finished)
     out = []
     for name, data in datasets.items():
         runs = {row: [cells[(name, row, seed)]["result"] for seed in range(cfg.seeds)] for row in methods}

@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     kind = family(args, lambda name: get_dataset(name).kind)
     check_scope(args, kind, args.option_default)
     if args.role is None:  # every party here: its time is compared with other methods'
-        preload()  # torch's first optimizer imports its compiler stack: not inside the run's clock
+        # torch's compiler stack and, for parties in this process, a CUDA context: not inside the run's clock
+        preload(args.device if args.backend == "inprocess" else None)
     if kind == "tdcd":
         return run_tdcd.main(args, _progress)
     if kind != "vertical" and args.role is not None:

@@ -7,7 +7,6 @@ import pytest
 
 from benchmarks.common import run_main
 from benchmarks.pool import map_jobs
-from protocols.lifecycle import die_with_parent
 
 
 def square(x: int) -> int:
@@ -28,7 +27,7 @@ def fail_or_sleep(seconds: float) -> float:
 def test_results_come_in_job_order_and_each_end_is_reported():
     seen: list[tuple[int, int, int]] = []
 
-    out = map_jobs(square, [(n,) for n in range(6)], workers=2, initializer=die_with_parent,
+    out = map_jobs(square, [(n,) for n in range(6)], workers=2,
                    on_done=lambda r, done, total: seen.append((r, done, total)))
 
     assert out == [0, 1, 4, 9, 16, 25]
@@ -37,7 +36,7 @@ def test_results_come_in_job_order_and_each_end_is_reported():
 
 
 def test_workers_leave_ctrl_c_to_the_benchmark():
-    assert map_jobs(sigint_blocked, [(), ()], workers=2, initializer=die_with_parent) == [True, True]
+    assert map_jobs(sigint_blocked, [(), ()], workers=2) == [True, True]
     assert not sigint_blocked()  # the caller's own block is lifted again
 
 
@@ -47,7 +46,7 @@ def test_a_failed_job_ends_the_others_instead_of_waiting_for_them():
     start = time.monotonic()
     # Act
     with pytest.raises(ValueError, match="on purpose"):
-        map_jobs(fail_or_sleep, jobs, workers=2, initializer=die_with_parent)
+        map_jobs(fail_or_sleep, jobs, workers=2)
     # Assert: neither the running sleeper nor the queued ones were awaited
     assert time.monotonic() - start < 30
 
@@ -73,7 +72,7 @@ def test_workers_spawn_once_this_process_has_initialised_cuda(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     # Act
-    methods = map_jobs(start_method, [()], workers=1, initializer=die_with_parent)
+    methods = map_jobs(start_method, [()], workers=1)
     # Assert: a forked worker could not have used CUDA
     assert methods == ["spawn"]
 
@@ -84,5 +83,35 @@ def test_workers_keep_the_default_start_without_cuda(monkeypatch):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)  # on a GPU machine, an earlier test may have
-    assert map_jobs(start_method, [()], workers=1, initializer=die_with_parent) == [
+    assert map_jobs(start_method, [()], workers=1) == [
         multiprocessing.get_start_method()]
+
+
+def optimizer_stack_loaded() -> bool:
+    import sys
+
+    return "torch._dynamo" in sys.modules
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def test_a_spawned_worker_loads_what_a_first_run_would_load_before_its_first_job():
+    # Arrange: a spawned process starts bare (as on a GPU host); the control shows that it does
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as bare:
+        control = bare.submit(optimizer_stack_loaded).result()
+    # Act
+    loaded = map_jobs(optimizer_stack_loaded, [()], workers=1, mp_context=spawn)
+    # Assert: torch's first optimizer would have imported its compiler stack inside the job's clock
+    assert (control, loaded) == (False, [True])
+
+
+def test_workers_cap_torch_threads_when_asked():
+    assert map_jobs(torch_threads, [(), ()], workers=2, threads=1) == [1, 1]

@@ -3,6 +3,9 @@
 import subprocess
 import sys
 
+import pytest
+import torch
+
 CHECK = """
 import sys
 from securefl.runtime.preload import preload
@@ -29,3 +32,13 @@ def test_metrics_need_no_sklearn_and_after_preload_the_first_optimizer_imports_n
     out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=120, check=True)
     # Assert
     assert out.stdout.splitlines() == ["no sklearn", "[]"], out.stdout + out.stderr
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_preload_on_a_cuda_device_makes_its_context_before_the_clock():
+    # Act
+    from securefl.runtime.preload import preload
+
+    preload("cuda")
+    # Assert
+    assert torch.cuda.is_initialized()
