@@ -21,7 +21,8 @@ against 33.1 s eager, run side by side on one seed, and credit 29.0 s graphed
 run's accuracy differs from the eager loop's in the third digit (capturable Adam
 rounds differently, and the difference grows over thousands of steps), and on cancer
 a graphed run took 18.7 s with nine runs sharing the GPU, against 1.0 s eager alone,
-a cost of capture or of sharing not yet told apart.
+a cost of capture, of sharing or of each worker's start-up (counted in its first run
+then) not yet told apart.
 """
 
 from __future__ import annotations
