@@ -5,9 +5,10 @@ within the HE-standard 218-bit limit for 128-bit security at N = 8192; SEAL itse
 refuses parameters above it), scale 2^40. The public context carries the public
 key and the relinearisation keys -- TenSEAL's ``CKKSTensor`` plaintext multiply
 insists on them although no ciphertext product is ever formed -- and Galois keys
-only with ``galois_keys=True`` (needed only for exact sums over axis 0; about 19 MB
-with these defaults, where TenSEAL's own serialisation takes 35 MB: SEAL makes them
-seeded, see :func:`_public_bytes`).
+only with ``galois_keys=True`` (needed only for exact sums over axis 0; the public
+context then takes 10.2 MB with these defaults, where TenSEAL's own serialisation
+takes 35 MB: SEAL makes them seeded and for left rotations only, see
+:func:`_public_bytes`).
 
 Batch matmul uses ``CKKSTensor(batch=True)``: each of the d_in ciphertexts holds one
 column of X, and ``mm`` forms every output column as a sum of ciphertext x scalar
@@ -204,20 +205,35 @@ _PUBLIC_FIELD, _GALOIS_FIELD = 2, 5
 """TenSEALContextProto's public part and, within it, TenSEALPublicProto's Galois keys."""
 
 
+def left_rotation_elements(poly_modulus_degree: int) -> list[int]:
+    """SEAL's Galois elements for rotating a CKKS slot vector left by 1, 2, 4, ... slots / 2.
+
+    A left rotation by k is the automorphism x -> x^(3^k mod 2N) (SEAL's
+    ``GaloisTool::get_elt_from_step``). Every rotation this project makes is a left
+    one, by a power of two or by a sum of them done one power at a time (TenSEAL's own
+    sums too), so right rotations and the complex conjugation need no keys.
+    """
+    slots = poly_modulus_degree // 2
+    return [pow(3, 1 << i, 2 * poly_modulus_degree) for i in range(slots.bit_length() - 1)]
+
+
 def _public_bytes(context: ts.Context, galois: bool) -> bytes:
     """TenSEAL's public serialisation of ``context``, with Galois keys if ``galois``.
 
-    SEAL makes those here, for the steps TenSEAL would (every power of two, both ways),
-    and serialises them seeded: each key's uniform half travels as the seed it is
-    expanded from, so at N = 8192 they take 9.4 MB where TenSEAL's took 18.9 MB. The
-    receiver's TenSEAL load (SEAL's) expands them again.
+    SEAL makes those here, for left rotations only (:func:`left_rotation_elements`:
+    12 keys at N = 8192, where TenSEAL makes 24, every power of two both ways), and
+    serialises them seeded: each key's uniform half travels as the
+    seed it is expanded from. With the packed engine's parameters the public context
+    takes 5.9 MB with them (10.6 MB with both ways' keys, 20.1 MB as TenSEAL made
+    them). The receiver's TenSEAL load (SEAL's) expands them again.
     """
     data = context.serialize(save_public_key=True, save_secret_key=False, save_galois_keys=False,
                              save_relin_keys=True)
     if not galois:
         return data
+    degree = context.seal_context().data.key_context_data().parms().poly_modulus_degree()
     keys = seal_bytes(sealapi.KeyGenerator(context.seal_context().data, context.secret_key().data)
-                      .create_galois_keys())
+                      .create_galois_keys(left_rotation_elements(degree)))
     return _appended(data, _PUBLIC_FIELD, varint(_GALOIS_FIELD << 3 | 2) + varint(len(keys)) + keys)
 
 

@@ -138,8 +138,16 @@ class PackedEvaluator:
         return joined
 
     def _rotate(self, ct: Any, steps: int) -> Any:
-        out = sealapi.Ciphertext()
-        self.seal.evaluator.rotate_vector(ct, steps, self.seal.galois, out)
+        """``ct`` rotated left by ``steps`` slots, one key switch per power of two in it (the
+        public context holds left power-of-two keys only, so SEAL's own decomposition, which
+        may rotate right, is not used)."""
+        out, bit = ct, 1
+        while bit <= steps:
+            if steps & bit:
+                rotated = sealapi.Ciphertext()
+                self.seal.evaluator.rotate_vector(out, bit, self.seal.galois, rotated)
+                out = rotated
+            bit <<= 1
         return out
 
     def _baby(self, ct: Any, plan: Plan) -> list[Any]:

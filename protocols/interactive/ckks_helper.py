@@ -207,7 +207,7 @@ class EvaluatorHelper:
                                     "run with helper=False") from err
         self._conn = Connection(ours.detach())
         self._close = weakref.finalize(self, _stop, self._conn, self._process)
-        # the context (~11 MB with Galois keys) goes while the helper starts and the caller goes on
+        # the context (~6 MB with Galois keys) goes while the helper starts and the caller goes on
         self._greeting = threading.Thread(target=_greet, args=(self._conn, public.serialize(), mask_bits),
                                           name="ckks-helper-context", daemon=True)
         self._greeting.start()

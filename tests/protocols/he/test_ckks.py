@@ -44,6 +44,22 @@ def test_galois_keys_travel_seeded_at_about_half_tenseals_size(galois: Scheme) -
     assert galois.public.tenseal_context.has_galois_keys() and not galois.public.tenseal_context.is_private()
 
 
+def test_galois_keys_are_for_left_power_of_two_rotations_only(galois: Scheme) -> None:
+    # Arrange: SEAL's element for a left rotation by k is 3^k mod 2N
+    from protocols.he.ckks import left_rotation_elements
+
+    n = galois.public.config.poly_modulus_degree
+    slots = n // 2
+    right_by_one, conjugation = pow(3, slots - 1, 2 * n), 2 * n - 1
+    # Act
+    keys = galois.public.tenseal_context.galois_keys().data
+    # Assert
+    assert left_rotation_elements(8192)[:4] == [3, 9, 81, 6561] and len(left_rotation_elements(8192)) == 12
+    assert all(keys.has_key(elt) for elt in left_rotation_elements(n))
+    assert not keys.has_key(right_by_one) and not keys.has_key(conjugation)
+    assert keys.size() == len(left_rotation_elements(n))
+
+
 def test_galois_keys_go_into_the_public_part_and_other_fields_pass_unchanged() -> None:
     from protocols.he.ckks import _appended
 

@@ -65,18 +65,19 @@ def test_a_diagonal_too_small_for_the_plaintext_scale_counts_as_zero(key: Packed
     assert np.allclose(owner.decrypt(fields, plan) - mask, x @ m, atol=1e-7, rtol=0)
 
 
-def test_partial_products_joined_equal_the_whole_product(key: PackedCKKSKey) -> None:
+@pytest.mark.parametrize("start", [1, 2, 3])  # 3 giant steps: a rotation by no power of two
+def test_partial_products_joined_equal_the_whole_product(key: PackedCKKSKey, start: int) -> None:
+    # Arrange: the public context holds keys for left power-of-two rotations only
     x, w, plan, fields = _inputs(key)
     evaluator, owner = PackedEvaluator(key.public_context()), PackedKeyOwner(key)
     cts = evaluator.load(fields, plan)
-    assert plan.giant >= 2
-    half = plan.giant // 2
-
-    first, exponent = evaluator.product(cts, w, plan, range(half))
-    second, _ = evaluator.product(cts, w, plan, range(half, plan.giant))
-    joined = evaluator.join(first, second, plan, half)
+    assert plan.giant == 4
+    # Act
+    first, exponent = evaluator.product(cts, w, plan, range(start))
+    second, _ = evaluator.product(cts, w, plan, range(start, plan.giant))
+    joined = evaluator.join(first, second, plan, start)
     reply, mask = evaluator.masked(joined, plan, exponent, 1.0)
-
+    # Assert
     assert np.allclose(owner.decrypt(reply, plan) - mask, x @ w, atol=1e-6)
 
 
