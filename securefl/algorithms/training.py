@@ -43,7 +43,7 @@ class TrainConfig:
 
     ``cuda_graphs`` (used on a CUDA device only) replays each training step as a CUDA
     graph, which removes the per-kernel launch cost that dominates these tiny steps
-    (:mod:`securefl.algorithms.graphed`, opt-in until its thread fix has run on a GPU).
+    (:mod:`securefl.algorithms.graphed`, opt-in: see its status).
     """
 
     epochs: int = 100
