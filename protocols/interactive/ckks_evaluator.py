@@ -141,6 +141,8 @@ class PackedEvaluator:
         """``ct`` rotated left by ``steps`` slots, one key switch per power of two in it (the
         public context holds left power-of-two keys only, so SEAL's own decomposition, which
         may rotate right, is not used)."""
+        if steps < 0:
+            raise InputError(f"the packed evaluator rotates left only, asked for {steps} steps")
         out, bit = ct, 1
         while bit <= steps:
             if steps & bit:

@@ -7,8 +7,9 @@ first timed run of a process. ``securefl run centralized --dataset breast`` repo
 ``sklearn.metrics``, which the metrics no longer need). ``securefl run`` with every
 party in one process, the demo and every benchmark call :func:`preload` before their
 first run, and a benchmark's worker processes call it when they start (with the
-benchmark's device: a spawned worker starts without CUDA). A party run alone (``--role``) does not: some never train (a horizontal
-server, a TDCD hub), and each party's time also holds its waits for the others.
+benchmark's device: a spawned worker starts without CUDA). A party run alone
+(``--role``) does not: some never train (a horizontal server, a TDCD hub), and each
+party's time also holds its waits for the others.
 """
 
 from __future__ import annotations
