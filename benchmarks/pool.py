@@ -19,6 +19,7 @@ initialised here, workers start by spawn unless the caller chose a context.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import partial
@@ -48,6 +49,10 @@ def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, dev
     ``on_done(result, done, total)`` is called in this process as each job ends. The
     first job error is raised here, after the other jobs are cancelled or ended.
     """
+    # this process's unreachable objects are finalised here, not by a forked worker's collector:
+    # there a SEAL context or a helper's threads of an earlier run would be torn down without the
+    # threads that the fork did not copy, and a C++ destructor aborted a worker that way
+    gc.collect()
     pool = ProcessPoolExecutor(workers, mp_context=mp_context or worker_context(),
                                initializer=partial(start_worker, device, threads))
     try:
