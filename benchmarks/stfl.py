@@ -2,7 +2,8 @@
 
     python -m benchmarks.stfl [--quick] [--device cuda] [--datasets breast,default_credit,give_credit]
                               [--seeds 5] [--epochs 100] [--workers 1] [--rows ROWS] [--resume]
-                              [--cuda-graphs] --json FILE [--markdown FILE] [--merge] [--render-only]
+                              [--cuda-graphs] [--latent mean|sample] --json FILE [--markdown FILE]
+                              [--merge] [--render-only]
 
 ``--merge`` adds the datasets run now to an existing result file (replacing
 those of the same name); each dataset keeps the date, commit, command and host of
@@ -76,6 +77,7 @@ class Config:
     rows: tuple[str, ...] | None = None
     cuda_graphs: bool = False
     resume: bool = False
+    latent: str = "mean"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(kept in <json>.cells.jsonl as each ends) and run only the others")
     p.add_argument("--cuda-graphs", action="store_true",
                    help="on --device cuda, train STFL and the plaintext baselines as CUDA graph replays (opt-in)")
+    p.add_argument("--latent", choices=("mean", "sample"), default="mean",
+                   help="STFL: passive parties send posterior means (default) or one posterior draw per row")
     p.add_argument("--rows", default=None,
                    help="only these Table I rows, comma-separated (e.g. 'stfl,he-vfl ckks'); default every row")
     p.add_argument("--workers", type=int, default=1,
@@ -133,7 +137,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                  he_timed_steps=a.he_timed_steps, json_path=a.json,
                  markdown_path=a.markdown, data_dir=a.data_dir,
                  merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json, workers=a.workers,
-                 cuda_graphs=a.cuda_graphs, resume=a.resume)
+                 cuda_graphs=a.cuda_graphs, resume=a.resume, latent=a.latent)
     return cfg if a.rows is None else replace(cfg, rows=_chosen_rows(p, a.rows, cfg))
 
 

@@ -27,7 +27,7 @@ def _train_config(cfg: Any, seed: int) -> Any:
     from securefl.algorithms.stfl import STFLConfig
 
     return STFLConfig(epochs=cfg.epochs, vae_epochs=cfg.epochs, seed=seed, device=cfg.device,
-                      cuda_graphs=cfg.cuda_graphs)
+                      cuda_graphs=cfg.cuda_graphs, latent=cfg.latent)
 
 
 def run_centralized_row(split: VerticalSplit, cfg: Any, seed: int) -> dict[str, Any]:

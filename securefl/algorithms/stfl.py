@@ -10,7 +10,8 @@ Passive party (:func:`stfl_passive`):
      the active party holds but another passive party lacks count as self-taught too).
   2. Standardise with statistics of the self-taught rows only; pretrain a VAE
      (eq. 5, see :mod:`securefl.models.vae`) on them; drop the decoder, freeze the encoder.
-  3. Send the posterior means ``mu`` of its intersecting rows, in PSI order, to the
+  3. Send the posterior means ``mu`` of its intersecting rows (or, with
+     ``latent="sample"``, one posterior draw per row), in PSI order, to the
      active party over a :class:`~protocols.channels.SecureChannel`.
 Active party (:func:`stfl_active`): PSI with every passive party, receive their
 latents, train an MLP on ``[own features, latents of every passive party]`` for its
@@ -42,11 +43,13 @@ from securefl.algorithms.training import (MethodResult, TrainConfig, as_tensor, 
 from securefl.data.split import VerticalSplit
 from securefl.data.vertical import PartyTable
 from securefl.models import VAE, Standardizer, hidden_width, mlp
+from securefl.models.vae import LatentSampler
 from securefl.runtime import SeedPlan, resolve_device
 
 STAGE = "stfl"
 LATENTS = "latents"
 CHUNK_BYTES = 1 << 24  # latents per channel message: well under the AEAD's size limit
+LATENT_READINGS = ("mean", "sample")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,11 +57,16 @@ class STFLConfig(TrainConfig):
     """STFL settings: the supervised ones plus VAE pretraining epochs.
 
     ``timeout`` is how long (seconds) the active party waits for a passive party's
-    latents, which arrive only after that party's VAE pretraining.
+    latents, which arrive only after that party's VAE pretraining. ``latent``: what a
+    passive party sends for a row, the posterior mean (``"mean"``, the default) or one
+    draw from the posterior (``"sample"``, drawn once per row from the party's seeded
+    generator: the paper's "latent vector z" read literally; a noise of the model's own
+    choosing, not a privacy mechanism with a guarantee).
     """
 
     vae_epochs: int = 100
     timeout: float = 3600.0
+    latent: str = "mean"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -67,6 +75,8 @@ class STFLConfig(TrainConfig):
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) \
                 or not self.timeout > 0:
             raise InputError(f"STFLConfig.timeout must be a positive number of seconds, got {self.timeout!r}")
+        if self.latent not in LATENT_READINGS:
+            raise InputError(f"STFLConfig.latent must be one of {LATENT_READINGS}, got {self.latent!r}")
 
 
 def _latent_tag(chunk: int) -> Tag:
@@ -95,7 +105,11 @@ def stfl_passive(transport: Transport, *, active: str, table: PartyTable,
     clock.append(time.perf_counter())
     with torch.inference_mode(), intra_op_threads(config.threads):
         common = as_tensor(scaler.transform(table.features[psi.indices]), device)
-        latents = encoder(common).float().cpu().numpy()
+        if config.latent == "sample":
+            draws = device_generator(SeedPlan(config.seed), f"stfl/latents/{transport.name}", device)
+            latents = encoder(common, draws).float().cpu().numpy()
+        else:
+            latents = encoder(common).float().cpu().numpy()
     if not np.isfinite(latents).all():  # checked here too, so the cause is named, not "malformed"
         raise InputError(f"passive party {transport.name!r}: VAE pretraining diverged (its latents hold nan or"
                          f" inf; last loss {history[-1]:.4g}); a lower learning rate may help")
@@ -104,7 +118,7 @@ def stfl_passive(transport: Transport, *, active: str, table: PartyTable,
     return {
         "party": transport.name, "role": "passive", "rows": table.n_rows, "intersection": psi.size,
         "self_taught_rows": int(len(self_taught)), "input_features": table.n_features,
-        "hidden": encoder[0].out_features, "latent": int(latents.shape[1]),
+        "hidden": hidden_of(encoder), "latent": int(latents.shape[1]), "latent_reading": config.latent,
         "vae_loss": history, "latent_bytes": sent, "bytes_sent": transport.meter.bytes_sent,
         "phases": {"psi_and_channel": clock[1] - clock[0], "vae_pretraining": clock[2] - clock[1],
                    "encoding_and_sending": clock[3] - clock[2]},
@@ -112,11 +126,17 @@ def stfl_passive(transport: Transport, *, active: str, table: PartyTable,
     }
 
 
+def hidden_of(encoder: torch.nn.Module) -> int:
+    """The hidden width of a frozen encoder (mean path or sampler)."""
+    return encoder.hidden if isinstance(encoder, LatentSampler) else encoder[0].out_features
+
+
 def pretrain_encoder(features: np.ndarray, config: STFLConfig, *, device: torch.device, purpose: str
-                     ) -> tuple[Standardizer, torch.nn.Sequential, list[float]]:
+                     ) -> tuple[Standardizer, torch.nn.Module, list[float]]:
     """Fit a scaler and a VAE on ``features`` (self-taught rows); the frozen encoder, no decoder.
 
-    Returns (scaler, frozen mean-path encoder on ``device``, per-epoch VAE losses).
+    Returns (scaler, frozen encoder on ``device``: the mean path, or with ``latent="sample"``
+    a :class:`~securefl.models.vae.LatentSampler`, per-epoch VAE losses).
     """
     plan = SeedPlan(config.seed)
     scaler = Standardizer.fit(features)
@@ -124,7 +144,7 @@ def pretrain_encoder(features: np.ndarray, config: STFLConfig, *, device: torch.
               generator=plan.torch(f"{purpose}/init")).to(device)
     history = fit_vae(vae, as_tensor(scaler.transform(features), device), epochs=config.vae_epochs,
                       config=config, generator=device_generator(plan, f"{purpose}/batches", device))
-    return scaler, vae.encoder(), history
+    return scaler, (vae.sampler() if config.latent == "sample" else vae.encoder()), history
 
 
 def send_latents(channel: SecureChannel, latents: np.ndarray) -> int:

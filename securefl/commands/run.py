@@ -53,6 +53,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--vae-epochs", type=int, default=None, help="STFL: VAE pretraining epochs (default: --epochs)")
     p.add_argument("--batch-size", type=int, default=None, help="vertical default 128, CHFL 64")
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--latent", choices=("mean", "sample"), default="mean",
+                   help="STFL: what a passive party sends for a row, its posterior mean or one posterior draw"
+                        " (the paper's 'latent vector z' read literally)")
     p.add_argument("--he", choices=("ckks", "paillier"), default="ckks", help="HE-VFL: encryption scheme")
     p.add_argument("--passive-seed", type=int, default=None,
                    help="HE-VFL: seed of the passive party's initial interactive weights, to repeat a run"
@@ -176,7 +179,8 @@ def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[
         return HEVFLConfig(he=args.he, passive_seed=args.passive_seed, **common)
     from securefl.algorithms.stfl import STFLConfig
 
-    return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs, **common)
+    return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs, latent=args.latent,
+                      **common)
 
 
 def run_method(method: str, split: Any, args: argparse.Namespace) -> dict[str, Any]:

@@ -13,8 +13,10 @@ summed over features and averaged over the batch.
 After pretraining :meth:`VAE.encoder` returns a frozen copy of the mean path
 x -> mu only: the decoder and the log-variance head stay behind, and the latent
 representation a party shares is the posterior mean (deterministic, so the active
-party's classifier sees the same input for a row every epoch; a sample would add
-noise that the paper does not ask for).
+party's classifier sees the same input for a row every epoch). The paper says only
+that "the latent vector z" is sent, which could also be read as one draw from the
+posterior: :meth:`VAE.sampler` keeps both heads for that reading (STFL's
+``latent="sample"``), one draw per row.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ class VAE(nn.Module):
         kl = -0.5 * (1.0 + logvar - mu.pow(2) - logvar.exp()).sum(dim=1)
         return (nll + kl).mean()
 
+    def sampler(self) -> "LatentSampler":
+        """A frozen copy of the encoder with both heads: ``x -> mu + sigma * eps`` (no decoder)."""
+        return LatentSampler(self)
+
     def encoder(self) -> nn.Sequential:
         """A frozen copy of the mean path x -> mu (no decoder, no log-variance head)."""
         enc = nn.Sequential(copy.deepcopy(self.body[0]), nn.ReLU(), copy.deepcopy(self.mu))
@@ -69,4 +75,26 @@ class VAE(nn.Module):
         return enc.eval()
 
 
-__all__ = ["VAE"]
+class LatentSampler(nn.Module):
+    """One posterior draw per row, ``z = mu + exp(logvar / 2) * eps``, from a frozen encoder."""
+
+    def __init__(self, vae: VAE) -> None:
+        super().__init__()
+        self.body, self.mu, self.logvar = (copy.deepcopy(m) for m in (vae.body, vae.mu, vae.logvar))
+        for param in self.parameters():
+            param.requires_grad_(False)
+        self.eval()
+
+    @property
+    def hidden(self) -> int:
+        return self.body[0].out_features
+
+    def forward(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """A draw of z for each row of ``x``; ``eps`` comes from ``generator`` (on ``x``'s device)."""
+        h = self.body(x)
+        mu, logvar = self.mu(h), self.logvar(h)
+        eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
+        return mu + eps * torch.exp(0.5 * logvar)
+
+
+__all__ = ["LatentSampler", "VAE"]

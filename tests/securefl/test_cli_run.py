@@ -65,6 +65,14 @@ def test_bad_arguments_are_one_line_errors(capsys, argv, message):
     assert code == 2 and message in err and len(err.splitlines()) == 1
 
 
+def test_latent_reading_is_an_stfl_option(capsys):
+    # Act
+    code = main(["run", "hierarchical", "--no-progress", "--latent", "sample"])
+    # Assert
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--latent applies to stfl" in err and len(err.splitlines()) == 1
+
+
 def test_cuda_graphs_reach_the_training_settings_of_the_plaintext_methods():
     # Arrange
     from securefl.cli import build_parser

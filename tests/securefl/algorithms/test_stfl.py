@@ -49,6 +49,21 @@ def test_passive_party_pretrains_on_rows_outside_the_intersection_with_paper_wid
     assert active["train_rows"] + active["test_rows"] == 180
 
 
+def test_sampled_latents_learn_too_and_differ_from_the_means():
+    # Arrange
+    split = stfl_split(synthetic(), seed=1)
+    # Act
+    means = run_stfl(split, FAST)
+    draws = run_stfl(split, replace(FAST, latent="sample"))
+    # Assert: the same VAE (same seed), other inputs to the classifier, still well above chance
+    assert draws["parties"]["passive1"]["vae_loss"] == pytest.approx(means["parties"]["passive1"]["vae_loss"])
+    assert draws["parties"]["passive1"]["latent_reading"] == "sample"
+    assert means["parties"]["passive1"]["latent_reading"] == "mean"
+    assert draws["parties"]["active"]["loss"] != pytest.approx(means["parties"]["active"]["loss"])
+    assert draws["metrics"]["accuracy"] > majority_rate(held_out_labels(split)) + 0.15
+    assert draws["settings"]["latent"] == "sample"
+
+
 def test_hidden_widths_follow_the_configured_multiplier():
     split = stfl_split(synthetic(n=100, passive_features=(6,)), seed=0)
 
@@ -174,7 +189,7 @@ def test_no_self_taught_rows_is_a_clear_error():
 @pytest.mark.parametrize("field,value", [
     ("epochs", 0), ("vae_epochs", 0), ("batch_size", -1), ("hidden_multiplier", True), ("lr", 0.0),
     ("lr", float("nan")), ("seed", -1), ("device", "tpu"), ("progress", 5), ("timeout", 0),
-    ("epochs", 2.5),
+    ("epochs", 2.5), ("latent", "median"),
 ])
 def test_bad_config_values_name_the_field(field, value):
     with pytest.raises(InputError, match=f"STFLConfig.{field}"):

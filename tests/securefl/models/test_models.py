@@ -68,6 +68,25 @@ def test_vae_encoder_is_the_frozen_mean_path_without_decoder():
     assert not enc.training
 
 
+def test_vae_sampler_draws_from_the_posterior_of_each_row():
+    # Arrange: one row repeated, so every draw comes from the same posterior
+    vae = VAE(8, generator=SeedPlan(0).torch("vae"))
+    x = torch.randn(1, 8, generator=SeedPlan(0).torch("x")).repeat(20000, 1)
+    with torch.no_grad():
+        mu, logvar = (t[0] for t in vae(x[:1]))
+    # Act
+    sampler = vae.sampler()
+    draws = sampler(x, torch.Generator().manual_seed(5))
+    again = sampler(x, torch.Generator().manual_seed(5))
+    # Assert: the draws' mean and spread are the posterior's; a seed repeats them; no decoder, frozen
+    assert torch.allclose(draws.mean(0), mu, atol=4 * float(torch.exp(0.5 * logvar).max()) / 20000 ** 0.5)
+    assert torch.allclose(draws.std(0), torch.exp(0.5 * logvar), rtol=0.05)
+    assert torch.equal(draws, again) and not torch.allclose(draws[0], draws[1])
+    assert not any(p.requires_grad for p in sampler.parameters()) and not sampler.training
+    assert sum(p.numel() for p in sampler.parameters()) == (8 * 40 + 40) + 2 * (40 * 4 + 4)
+    assert sampler.hidden == 40
+
+
 def test_vae_loss_decreases_when_pretrained():
     from securefl.algorithms.training import TrainConfig, as_tensor, fit_vae
 
