@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -50,6 +50,7 @@ STAGE = "stfl"
 LATENTS = "latents"
 CHUNK_BYTES = 1 << 24  # latents per channel message: well under the AEAD's size limit
 LATENT_READINGS = ("mean", "sample")
+Observer = Callable[[str, Sequence[str], np.ndarray], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,8 +107,12 @@ def stfl_passive(transport: Transport, *, active: str, table: PartyTable,
     with torch.inference_mode(), intra_op_threads(config.threads):
         common = as_tensor(scaler.transform(table.features[psi.indices]), device)
         if config.latent == "sample":
+            # drawn in this party's own row order: PSI's order changes from run to run, and a
+            # row's draw should not (the same seed gives the same run)
+            own = np.argsort(psi.indices, kind="stable")
             draws = device_generator(SeedPlan(config.seed), f"stfl/latents/{transport.name}", device)
-            latents = encoder(common, draws).float().cpu().numpy()
+            latents = np.empty((psi.size, encoder.mu.out_features), dtype=np.float32)
+            latents[own] = encoder(common[torch.as_tensor(own, device=device)], draws).float().cpu().numpy()
         else:
             latents = encoder(common).float().cpu().numpy()
     if not np.isfinite(latents).all():  # checked here too, so the cause is named, not "malformed"
@@ -174,8 +179,11 @@ def recv_latents(channel: SecureChannel, *, rows: int, timeout: float) -> np.nda
 
 
 def stfl_active(transport: Transport, *, passive: Sequence[str], table: PartyTable, train_ids: frozenset[str],
-                test_ids: frozenset[str], config: STFLConfig) -> dict[str, Any]:
-    """Role of the active party: PSI, receive latents, train and evaluate the MLP."""
+                test_ids: frozenset[str], config: STFLConfig, observe: Observer | None = None) -> dict[str, Any]:
+    """Role of the active party: PSI, receive latents, train and evaluate the MLP.
+
+    ``observe(passive_name, ids, latents)``, if given, sees each passive party's latents as
+    this party received them, with their row IDs (what a leakage measurement may read)."""
     names = [passive] if isinstance(passive, str) else list(passive)
     if table.labels is None:
         raise InputError(f"active party {transport.name!r} has no labels")
@@ -199,6 +207,10 @@ def stfl_active(transport: Transport, *, passive: Sequence[str], table: PartyTab
     if not train.any() or not test.any():
         raise InputError(f"active party {transport.name!r}: the intersection holds {int(train.sum())}"
                          f" training and {int(test.sum())} test rows; both must be non-empty")
+    if observe is not None:
+        ids = [table.ids[r] for r in rows]
+        for name, z in zip(names, latents):
+            observe(name, ids, z[order])
     x = np.hstack([table.features[rows], *(z[order] for z in latents)])
     model = mlp(x.shape[1], hidden_width(x.shape[1], config.hidden_multiplier),
                 generator=SeedPlan(config.seed).torch("stfl/mlp/init"))
@@ -232,16 +244,21 @@ def stfl_parties(split: VerticalSplit, config: STFLConfig) -> tuple[dict[str, An
 
 
 def run_stfl(split: VerticalSplit, config: STFLConfig, *, backend: str = "inprocess",
-             record: bool = False) -> dict[str, Any]:
+             record: bool = False, observe: Observer | None = None) -> dict[str, Any]:
     """Run STFL on ``split`` with every party in this process (or one process each) and report.
 
     ``record``: add ``logs``, every message each party's transport delivered (what it saw).
+    ``observe``: handed to the active party (:func:`stfl_active`); in-process backend only.
     """
     if not isinstance(config, STFLConfig):
         raise InputError(f"run_stfl needs an STFLConfig, got {type(config).__name__}")
     device = resolve_device(config.device)
     with relayed(config.progress, backend) as progress:
         roles, kwargs = stfl_parties(split, replace(config, progress=progress))
+        if observe is not None:
+            if backend != "inprocess":
+                raise InputError("run_stfl: observe needs backend='inprocess' (it is called in the active party)")
+            kwargs[split.dataset.active.name]["observe"] = observe
         run = run_parties(roles, kwargs=kwargs, backend=backend, record=record)
     ds = split.dataset
     active = run.results[ds.active.name]
@@ -251,7 +268,7 @@ def run_stfl(split: VerticalSplit, config: STFLConfig, *, backend: str = "inproc
               "training": active["phases"]["training"], "inference": active["phases"]["inference"]}
     settings = {**config.settings(), "backend": backend, "all_data": split.all_data, "split_seed": split.seed,
                 "vae_decoder": "gaussian, unit variance (0.5 * squared error)",
-                "shared_latent": "posterior mean",
+                "shared_latent": "posterior mean" if config.latent == "mean" else "one posterior draw per row",
                 "train_rows": active["train_rows"], "test_rows": active["test_rows"],
                 "self_taught_rows": {p["party"]: p["self_taught_rows"] for p in passive}}
     result = MethodResult(

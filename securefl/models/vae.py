@@ -89,6 +89,10 @@ class LatentSampler(nn.Module):
     def hidden(self) -> int:
         return self.body[0].out_features
 
+    def mean(self, x: torch.Tensor) -> torch.Tensor:
+        """The posterior mean of each row, what :meth:`VAE.encoder` gives."""
+        return self.mu(self.body(x))
+
     def forward(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """A draw of z for each row of ``x``; ``eps`` comes from ``generator`` (on ``x``'s device)."""
         h = self.body(x)

@@ -1,4 +1,4 @@
-"""Label inference from per-sample gradients: what a passive party can learn of the labels.
+"""Leakage attacks: labels from per-sample gradients, features from STFL's latents.
 
 In split learning a passive party that receives dL/da for each of its rows, as HE-VFL's
 passive party decrypts it (the STFL paper's Algorithm 2, last line), can guess the
@@ -118,4 +118,39 @@ def received(log: Iterable[Any]) -> dict[str, Any]:
             "kinds": dict(Counter(f"{m.tag.stage}/{m.tag.name}" for m in log))}
 
 
-__all__ = ["cosine_scores", "graded_view", "label_leakage", "leakage_over_steps", "norm_scores", "received"]
+def feature_reconstruction(latents: np.ndarray, features: np.ndarray, *, known: float, seed: int,
+                           ridge: float = 1e-3) -> dict[str, Any]:
+    """How well a party holding ``latents`` rebuilds the ``features`` they encode, given some rows.
+
+    STFL's active party receives a passive party's latents for the common rows. An attacker
+    who also knows the features of a random ``known`` share of those rows (auxiliary data:
+    customers it shares, public records) fits a ridge regression with intercept from latents
+    to features on them and predicts the other rows. The score is R² per feature on the
+    predicted rows, about the known rows' mean (0: no better than that mean; 1: exact),
+    averaged over features. A linear attacker only: a lower bound on what the latents give away.
+    """
+    latents, features = np.asarray(latents, dtype=np.float64), np.asarray(features, dtype=np.float64)
+    if latents.ndim != 2 or features.ndim != 2 or len(latents) != len(features):
+        raise InputError(f"latents and features must be 2-D with one row each per sample, got shapes "
+                         f"{latents.shape} and {features.shape}")
+    if not 0.0 < known < 1.0:
+        raise InputError(f"known must be a share of the rows strictly between 0 and 1, got {known!r}")
+    order = np.random.default_rng(seed).permutation(len(latents))
+    k = int(round(known * len(latents)))
+    if k < 2 or len(latents) - k < 2:
+        raise InputError(f"known={known} of {len(latents)} rows leaves fewer than 2 rows to fit or to score")
+    fit, score = order[:k], order[k:]
+    design = np.hstack([latents, np.ones((len(latents), 1))])
+    penalty = ridge * np.eye(design.shape[1])
+    penalty[-1, -1] = 0.0  # the intercept is not shrunk
+    weights = np.linalg.solve(design[fit].T @ design[fit] + penalty, design[fit].T @ features[fit])
+    residual = features[score] - design[score] @ weights
+    spread = features[score] - features[fit].mean(axis=0)
+    sst = (spread ** 2).sum(axis=0)
+    per_feature = 1.0 - (residual ** 2).sum(axis=0) / np.where(sst > 0, sst, np.nan)
+    return {"r2": float(np.nanmean(per_feature)), "r2_per_feature": [float(v) for v in per_feature],
+            "known_rows": k, "scored_rows": len(score)}
+
+
+__all__ = ["cosine_scores", "feature_reconstruction", "graded_view", "label_leakage", "leakage_over_steps",
+           "norm_scores", "received"]

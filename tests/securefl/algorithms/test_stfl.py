@@ -62,6 +62,27 @@ def test_sampled_latents_learn_too_and_differ_from_the_means():
     assert draws["parties"]["active"]["loss"] != pytest.approx(means["parties"]["active"]["loss"])
     assert draws["metrics"]["accuracy"] > majority_rate(held_out_labels(split)) + 0.15
     assert draws["settings"]["latent"] == "sample"
+    assert draws["settings"]["shared_latent"] == "one posterior draw per row"
+
+
+def test_a_rows_draw_does_not_depend_on_psis_order_so_a_seed_repeats_the_run():
+    # Arrange: PSI's order of the common rows is new in every run
+    split = stfl_split(synthetic(n=120), seed=0)
+    config = STFLConfig(epochs=2, vae_epochs=3, batch_size=32, seed=4, latent="sample")
+    seen = []
+    # Act
+    for _ in range(2):
+        got = {}
+        run_stfl(split, config, observe=lambda name, ids, z: got.update({name: dict(zip(ids, z.tolist()))}))
+        seen.append(got)
+    # Assert: every row got the same draw both times
+    assert seen[0] == seen[1] and len(seen[0]["passive1"]) == 120 - len(split.self_taught_ids)
+
+
+def test_observe_needs_the_in_process_backend():
+    split = stfl_split(synthetic(n=60), seed=0)
+    with pytest.raises(InputError, match="observe needs backend='inprocess'"):
+        run_stfl(split, STFLConfig(epochs=1, vae_epochs=1), backend="torch", observe=lambda *a: None)
 
 
 def test_hidden_widths_follow_the_configured_multiplier():

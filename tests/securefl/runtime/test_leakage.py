@@ -102,3 +102,30 @@ def test_graded_view_pairs_each_observed_row_with_its_true_label():
 
     assert [labels.tolist() for labels, _ in steps] == [[1, 0], [1]]
     assert [grads.shape for _, grads in steps] == [(2, 4), (1, 4)]
+
+
+def test_latents_that_are_a_linear_map_of_the_features_give_them_away():
+    # Arrange: latents an invertible linear map of 2 features (plus an offset)
+    from securefl.runtime.leakage import feature_reconstruction
+
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(400, 3))
+    latents = features[:, :2] @ np.array([[2.0, 1.0], [-1.0, 3.0]]) + 5.0
+    # Act
+    two = feature_reconstruction(latents, features[:, :2], known=0.1, seed=1)
+    noise = feature_reconstruction(rng.normal(size=(400, 2)), features, known=0.5, seed=1)
+    # Assert: the map inverts exactly; unrelated latents explain nothing
+    assert two["r2"] == pytest.approx(1.0, abs=1e-5) and (two["known_rows"], two["scored_rows"]) == (40, 360)
+    assert -0.05 < noise["r2"] < 0.02 and len(noise["r2_per_feature"]) == 3
+
+
+@pytest.mark.parametrize("latents, features, known, message", [
+    (np.zeros((10, 2)), np.zeros((9, 2)), 0.5, "one row each"),
+    (np.zeros((10, 2)), np.zeros((10, 2)), 1.0, "strictly between 0 and 1"),
+    (np.zeros((10, 2)), np.zeros((10, 2)), 0.05, "fewer than 2 rows"),
+])
+def test_feature_reconstruction_refuses_bad_input(latents, features, known, message):
+    from securefl.runtime.leakage import feature_reconstruction
+
+    with pytest.raises(InputError, match=message):
+        feature_reconstruction(latents, features, known=known, seed=0)
