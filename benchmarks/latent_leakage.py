@@ -32,10 +32,10 @@ import numpy as np
 from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, metadata, run_main,
                                writable, write_json, write_text)
 
-DATASETS = ("breast", "default_credit", "give_credit")
+from benchmarks.stfl import DATASETS, PAPER_NAMES
+
 QUICK_DATASETS = ("breast_sklearn",)
 READINGS = ("mean", "sample")
-NAMES = {"breast": "cancer", "default_credit": "payment", "give_credit": "credit", "breast_sklearn": "breast (bundled)"}
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def markdown(meta: dict[str, Any], results: dict[str, Any]) -> str:
         for party, readings in res["summary"].items():
             for known in readings["mean"]:
                 cells = [f"{readings[r][known]['mean']:.3f} ± {readings[r][known]['std']:.3f}" for r in READINGS]
-                rows.append([NAMES.get(name, name), party, res["features"][party], res["latent"][party],
+                rows.append([PAPER_NAMES.get(name, name), party, res["features"][party], res["latent"][party],
                              f"{float(known):.0%}", *cells])
     lines.append(markdown_table(["dataset", "passive party", "features", "latent width", "rows known",
                                  "R² (posterior means, the default)", "R² (one draw per row)"], rows))

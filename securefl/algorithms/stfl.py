@@ -43,7 +43,6 @@ from securefl.algorithms.training import (MethodResult, TrainConfig, as_tensor, 
 from securefl.data.split import VerticalSplit
 from securefl.data.vertical import PartyTable
 from securefl.models import VAE, Standardizer, hidden_width, mlp
-from securefl.models.vae import LatentSampler
 from securefl.runtime import SeedPlan, resolve_device
 
 STAGE = "stfl"
@@ -123,17 +122,13 @@ def stfl_passive(transport: Transport, *, active: str, table: PartyTable,
     return {
         "party": transport.name, "role": "passive", "rows": table.n_rows, "intersection": psi.size,
         "self_taught_rows": int(len(self_taught)), "input_features": table.n_features,
-        "hidden": hidden_of(encoder), "latent": int(latents.shape[1]), "latent_reading": config.latent,
+        "hidden": hidden_width(table.n_features, config.hidden_multiplier), "latent": int(latents.shape[1]),
+        "latent_reading": config.latent,
         "vae_loss": history, "latent_bytes": sent, "bytes_sent": transport.meter.bytes_sent,
         "phases": {"psi_and_channel": clock[1] - clock[0], "vae_pretraining": clock[2] - clock[1],
                    "encoding_and_sending": clock[3] - clock[2]},
         "seconds": clock[3] - clock[0],
     }
-
-
-def hidden_of(encoder: torch.nn.Module) -> int:
-    """The hidden width of a frozen encoder (mean path or sampler)."""
-    return encoder.hidden if isinstance(encoder, LatentSampler) else encoder[0].out_features
 
 
 def pretrain_encoder(features: np.ndarray, config: STFLConfig, *, device: torch.device, purpose: str

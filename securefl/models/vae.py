@@ -29,6 +29,11 @@ from torch import nn
 from securefl.models.mlp import hidden_width, latent_width, seeded_
 
 
+def reparameterise(mu: torch.Tensor, logvar: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+    """A posterior draw ``mu + sigma * eps`` for standard normal ``eps``."""
+    return mu + eps * torch.exp(0.5 * logvar)
+
+
 class VAE(nn.Module):
     """A one-hidden-layer Gaussian VAE for ``n_inputs`` standardised features."""
 
@@ -57,8 +62,7 @@ class VAE(nn.Module):
         if given, else drawn here from ``generator``."""
         mu, logvar = self(x)
         eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype) if noise is None else noise
-        z = mu + eps * torch.exp(0.5 * logvar)
-        recon = self.decoder(z)
+        recon = self.decoder(reparameterise(mu, logvar, eps))
         nll = 0.5 * (recon - x).pow(2).sum(dim=1)
         kl = -0.5 * (1.0 + logvar - mu.pow(2) - logvar.exp()).sum(dim=1)
         return (nll + kl).mean()
@@ -85,20 +89,12 @@ class LatentSampler(nn.Module):
             param.requires_grad_(False)
         self.eval()
 
-    @property
-    def hidden(self) -> int:
-        return self.body[0].out_features
-
-    def mean(self, x: torch.Tensor) -> torch.Tensor:
-        """The posterior mean of each row, what :meth:`VAE.encoder` gives."""
-        return self.mu(self.body(x))
-
     def forward(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """A draw of z for each row of ``x``; ``eps`` comes from ``generator`` (on ``x``'s device)."""
         h = self.body(x)
         mu, logvar = self.mu(h), self.logvar(h)
-        eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
-        return mu + eps * torch.exp(0.5 * logvar)
+        return reparameterise(mu, logvar, torch.randn(mu.shape, generator=generator, device=mu.device,
+                                                      dtype=mu.dtype))
 
 
 __all__ = ["LatentSampler", "VAE"]
