@@ -2,7 +2,7 @@
 
     python -m benchmarks.stfl [--quick] [--device cuda] [--datasets breast,default_credit,give_credit]
                               [--seeds 5] [--epochs 100] [--workers 1] [--rows ROWS] [--resume]
-                              [--cuda-graphs] [--latent mean|sample] --json FILE [--markdown FILE]
+                              [--[no-]cuda-graphs] [--latent mean|sample] --json FILE [--markdown FILE]
                               [--merge] [--render-only]
 
 ``--merge`` adds the datasets run now to an existing result file (replacing
@@ -97,8 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="keep the finished cells of a stopped run with the same settings and commit "
                         "(kept in <json>.cells.jsonl as each ends) and run only the others")
-    p.add_argument("--cuda-graphs", action="store_true",
-                   help="on --device cuda, train STFL and the plaintext baselines as CUDA graph replays (opt-in)")
+    p.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
+                   help="on --device cuda, train STFL and the plaintext baselines as CUDA graph replays "
+                        "(default on --device cuda; --no-cuda-graphs runs the eager loop)")
     p.add_argument("--latent", choices=("mean", "sample"), default="mean",
                    help="STFL: passive parties send posterior means (default) or one posterior draw per row")
     p.add_argument("--rows", default=None,
@@ -137,7 +138,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                  he_timed_steps=a.he_timed_steps, json_path=a.json,
                  markdown_path=a.markdown, data_dir=a.data_dir,
                  merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json, workers=a.workers,
-                 cuda_graphs=a.cuda_graphs, resume=a.resume, latent=a.latent)
+                 cuda_graphs=a.device.startswith("cuda") if a.cuda_graphs is None else a.cuda_graphs,
+                 resume=a.resume, latent=a.latent)
     return cfg if a.rows is None else replace(cfg, rows=_chosen_rows(p, a.rows, cfg))
 
 

@@ -13,16 +13,16 @@ numbers as :func:`securefl.algorithms.training.fit` does without graphs. Adam ru
 with ``capturable=True``, whose bias correction is computed on the device and may
 round differently in the last bits.
 
-Status: opt-in (``TrainConfig.cuda_graphs``). On an H200 (2026-11-26) every test of
-tests/securefl/algorithms/test_graphed.py passed, two threads capturing at once
-(serialised by a lock) included. End to end, STFL on payment took 14.0 s graphed
-against 33.1 s eager, run side by side on one seed, and credit 29.0 s graphed
-(benchmarks/results/stfl_cuda_pair_*.md). Two reasons it stays opt-in: a 100-epoch
-run's accuracy differs from the eager loop's in the third digit (capturable Adam
-rounds differently, and the difference grows over thousands of steps), and on cancer
-a graphed run took 18.7 s with nine runs sharing the GPU, against 1.0 s eager alone,
-a cost of capture, of sharing or of each worker's start-up (counted in its first run
-then) not yet told apart.
+Status: the default on a CUDA device (``TrainConfig.cuda_graphs``; ``--no-cuda-graphs``
+runs the eager loop). On an H100 with a 16-core Xeon (2026-11-26), each run alone, 3
+seeds (benchmarks/results/stfl_cuda_alone_*.md), STFL end to end took 0.4 s graphed
+against 1.1 s eager on cancer and 5.6 s against 41.1 s on payment; on an H200 every
+test of tests/securefl/algorithms/test_graphed.py passed, two threads capturing at once
+(serialised by a lock) included. What it costs: GPU memory (peak allocated 1.3 GiB
+against 0.1 GiB on cancer, 2.2 GiB against 0.1 GiB on payment; not yet broken down,
+though each captured step has a memory pool of its own), and the last digits: capturable Adam rounds differently from the eager loop and
+the difference grows over thousands of steps, so a 100-epoch run's accuracy can differ
+from the eager one's in the third digit (payment seed 0: 79.52% against 79.33%).
 """
 
 from __future__ import annotations

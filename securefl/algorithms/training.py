@@ -41,9 +41,10 @@ class TrainConfig:
     synchronisation, and each party already trains in its own thread or process
     (on 2 shared cores, 2 threads made the VAE loop about 5x slower than 1).
 
-    ``cuda_graphs`` (used on a CUDA device only) replays each training step as a CUDA
-    graph, which removes the per-kernel launch cost that dominates these tiny steps
-    (:mod:`securefl.algorithms.graphed`, opt-in: see its status).
+    ``cuda_graphs`` (on by default; used on a CUDA device only, elsewhere it changes
+    nothing) replays each training step as a CUDA graph, which removes the per-kernel
+    launch cost that dominates these tiny steps (:mod:`securefl.algorithms.graphed`;
+    its status says what it costs). ``settings()`` records whether graphs were used.
     """
 
     epochs: int = 100
@@ -53,7 +54,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     threads: int | None = 1
-    cuda_graphs: bool = False
+    cuda_graphs: bool = True
     progress: Progress | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -68,8 +69,11 @@ class TrainConfig:
         check.callback(owner, "progress", self.progress)
 
     def settings(self) -> dict[str, Any]:
-        """The JSON-ready settings (everything but the progress callback)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "progress"}
+        """The JSON-ready settings (everything but the progress callback); ``cuda_graphs``
+        says whether graphs were used, so it is false off a CUDA device."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "progress"}
+        out["cuda_graphs"] = self.cuda_graphs and self.device.startswith("cuda")
+        return out
 
 
 def device_generator(plan: SeedPlan, purpose: str, device: torch.device) -> torch.Generator:

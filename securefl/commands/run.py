@@ -62,9 +62,10 @@ def add_parser(subparsers: Any) -> None:
                         " (default: drawn from the OS, so that the active party cannot know them)")
     p.add_argument("--all-data", action="store_true", help="train on self-taught + train rows (not STFL)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] for model computation")
-    p.add_argument("--cuda-graphs", action="store_true",
+    p.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="stfl, hierarchical, centralized on a CUDA device: replay each training step as a"
-                        " CUDA graph (one launch a step; experimental)")
+                        " CUDA graph, one launch a step (default on a CUDA device; --no-cuda-graphs runs the"
+                        " eager loop)")
     p.add_argument("--backend", choices=("inprocess", "torch"), default="inprocess",
                    help="transport: threads in this process, or one process per party (gloo)")
     p.add_argument("--json", type=Path, help="write the result object here")
@@ -179,7 +180,7 @@ def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[
         return HEVFLConfig(he=args.he, passive_seed=args.passive_seed, **common)
     from securefl.algorithms.stfl import STFLConfig
 
-    return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs, latent=args.latent,
+    return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs is not False, latent=args.latent,
                       **common)
 
 

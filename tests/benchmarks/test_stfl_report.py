@@ -251,6 +251,24 @@ def test_cells_on_workers_give_the_results_of_cells_run_one_by_one(monkeypatch):
         == {"breast"}
 
 
+@pytest.mark.parametrize("flags, graphs", [([], False), (["--cuda-graphs"], True), (["--no-cuda-graphs"], False)])
+def test_cuda_graphs_follow_the_device_unless_asked(flags, graphs):
+    # Act: on the CPU graphs change nothing, so the settings record them off unless asked for
+    cfg = stfl.parse_args(["--device", "cpu", *flags, "--json", "unused.json"])
+    # Assert
+    assert cfg.cuda_graphs is graphs
+
+
+def test_cuda_graphs_are_on_for_a_cuda_device_by_default(monkeypatch):
+    # Arrange: accept --device cuda on this machine, whatever it has
+    monkeypatch.setattr(stfl, "device_name", lambda parser, value: value)
+    # Act
+    on, off = (stfl.parse_args(["--device", "cuda", *flags, "--json", "unused.json"])
+               for flags in ([], ["--no-cuda-graphs"]))
+    # Assert
+    assert (on.cuda_graphs, off.cuda_graphs) == (True, False)
+
+
 def test_workers_below_one_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as stop:
         stfl.parse_args(["--workers", "0"])

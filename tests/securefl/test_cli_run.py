@@ -56,6 +56,7 @@ def test_stfl_reports_bytes_sent_between_parties(tmp_path):
     (["--epochs", "0"], "--epochs must be at least 1"),
     (["--device", "cuda:7"], "--device"),
     (["--cuda-graphs"], "--cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
+    (["--no-cuda-graphs"], "--no-cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
     (["--passive-seed", "3"], "--passive-seed applies to he-vfl"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):
@@ -73,17 +74,19 @@ def test_latent_reading_is_an_stfl_option(capsys):
     assert code == 2 and "--latent applies to stfl" in err and len(err.splitlines()) == 1
 
 
-def test_cuda_graphs_reach_the_training_settings_of_the_plaintext_methods():
+@pytest.mark.parametrize("method, flags, graphs", [("stfl", ["--cuda-graphs"], True), ("centralized", [], True),
+                                                   ("hierarchical", ["--no-cuda-graphs"], False)])
+def test_cuda_graphs_are_the_cuda_default_and_can_be_turned_off(method, flags, graphs):
     # Arrange
     from securefl.cli import build_parser
     from securefl.commands.run import method_config
 
-    args = build_parser().parse_args(["run", "stfl", "--device", "cuda", "--cuda-graphs", "--epochs", "3",
-                                        "--batch-size", "64"])
+    args = build_parser().parse_args(["run", method, "--device", "cuda", "--epochs", "3", "--batch-size", "64",
+                                      *flags])
     # Act
-    config = method_config("stfl", args, progress=None)
+    config = method_config(method, args, progress=None)
     # Assert
-    assert config.cuda_graphs is True and config.device == "cuda"
+    assert config.cuda_graphs is graphs and config.settings()["cuda_graphs"] is graphs
 
 
 def test_non_binary_label_is_a_one_line_error_naming_the_file(tmp_path, capsys):

@@ -43,6 +43,18 @@ def test_config_defaults_are_the_papers_and_settings_are_json_ready():
     assert "progress" not in config.settings() and config.settings()["device"] == "cpu"
 
 
+
+@pytest.mark.parametrize("device, asked, used", [("cpu", True, False), ("cuda", True, True),
+                                                 ("cuda:1", True, True), ("cuda", False, False)])
+def test_cuda_graphs_are_on_by_default_and_settings_say_whether_they_were_used(device, asked, used):
+    # Arrange
+    default = TrainConfig()
+    # Act
+    settings = TrainConfig(device=device, cuda_graphs=asked).settings()
+    # Assert
+    assert default.cuda_graphs is True
+    assert settings["cuda_graphs"] is used
+
 @pytest.mark.parametrize("field,value", [("epochs", 0), ("batch_size", None), ("lr", -1.0), ("device", 3),
                                          ("cuda_graphs", "yes")])
 def test_bad_values_name_the_field(field, value):
