@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -140,7 +141,7 @@ def metadata(*, settings: dict[str, Any], quick: bool, device: str = "cpu",
         "quick": quick,
         "device": device_info(device),
         "settings": settings,
-        "command": " ".join(["python -m", *(argv or [])]) if argv else None,
+        "command": "python -m " + shlex.join(argv) if argv else None,  # quoted: pastes back as it ran
     }
 
 

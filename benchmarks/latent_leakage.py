@@ -52,7 +52,7 @@ def received_latents(split: Any, seed: int, reading: str, vae_epochs: int) -> di
     from securefl.algorithms.stfl import STFLConfig, run_stfl
 
     seen: dict[str, tuple[list[str], np.ndarray]] = {}
-    config = STFLConfig(epochs=1, vae_epochs=vae_epochs, seed=seed, latent=reading)
+    config = STFLConfig(epochs=1, vae_epochs=vae_epochs, seed=seed, latent=reading, latent_seed=seed)
     run_stfl(split, config, observe=lambda name, ids, z: seen.__setitem__(name, (list(ids), z.copy())))
     return seen
 

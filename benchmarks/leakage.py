@@ -78,7 +78,7 @@ def stfl_view(split: Any, seed: int) -> dict[str, Any]:
     from securefl.algorithms.stfl import STFLConfig, run_stfl
     from securefl.runtime.leakage import received
 
-    logs = run_stfl(split, STFLConfig(epochs=1, vae_epochs=1, seed=seed), record=True)["logs"]
+    logs = run_stfl(split, STFLConfig(epochs=1, vae_epochs=1, seed=seed, latent_seed=seed), record=True)["logs"]
     return {party.name: received(logs[party.name]) for party in split.dataset.passive}
 
 

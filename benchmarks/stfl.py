@@ -2,7 +2,7 @@
 
     python -m benchmarks.stfl [--quick] [--device cuda] [--datasets breast,default_credit,give_credit]
                               [--seeds 5] [--epochs 100] [--workers 1] [--rows ROWS] [--resume]
-                              [--[no-]cuda-graphs] [--latent mean|sample] --json FILE [--markdown FILE]
+                              [--[no-]cuda-graphs] --json FILE [--markdown FILE]
                               [--merge] [--render-only]
 
 ``--merge`` adds the datasets run now to an existing result file (replacing
@@ -39,7 +39,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from benchmarks import stfl_merge
 from benchmarks.checkpoint import CellLog, checkpoint_path
+from benchmarks.stfl_merge import STFL_ROWS
 from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata,
                                read_result, run_main, writable, write_json, write_text)
 
@@ -77,7 +79,6 @@ class Config:
     rows: tuple[str, ...] | None = None
     cuda_graphs: bool = False
     resume: bool = False
-    latent: str = "mean"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -100,8 +101,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="on --device cuda, train STFL and the plaintext baselines as CUDA graph replays "
                         "(default on --device cuda; --no-cuda-graphs runs the eager loop)")
-    p.add_argument("--latent", choices=("mean", "sample"), default="mean",
-                   help="STFL: passive parties send posterior means (default) or one posterior draw per row")
     p.add_argument("--rows", default=None,
                    help="only these Table I rows, comma-separated (e.g. 'stfl,he-vfl ckks'); default every row")
     p.add_argument("--workers", type=int, default=1,
@@ -139,7 +138,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                  markdown_path=a.markdown, data_dir=a.data_dir,
                  merge=a.merge, render_only=a.render_only, gpu_json=a.gpu_json, workers=a.workers,
                  cuda_graphs=a.device.startswith("cuda") if a.cuda_graphs is None else a.cuda_graphs,
-                 resume=a.resume, latent=a.latent)
+                 resume=a.resume)
     return cfg if a.rows is None else replace(cfg, rows=_chosen_rows(p, a.rows, cfg))
 
 
@@ -162,7 +161,8 @@ def _methods(cfg: Config) -> list[tuple[str, bool, Callable[..., dict]]]:
         rows.append((f"he-vfl {he}", False, lambda s, c, seed, he=he: run_he_vfl_row(s, c, seed, he)))
     rows.append((f"he-vfl {cfg.he_backends[-1]} (all data)", True,
                  lambda s, c, seed: run_he_vfl_row(s, c, seed, cfg.he_backends[-1])))
-    rows.append(("stfl", False, run_stfl_row))
+    rows += [(row, False, lambda s, c, seed, latent=latent: run_stfl_row(s, c, seed, latent))
+             for row, latent in STFL_ROWS.items()]
     return [r for r in rows if r[0] in cfg.rows] if cfg.rows is not None else rows
 
 
@@ -250,32 +250,25 @@ def summarize(runs: dict[str, list[dict]]) -> dict[str, dict[str, Any]]:
 
 
 def paper_accuracy(row: str, dataset: str) -> float | None:
-    key = row.replace(" paillier", "").replace(" ckks", "")
+    key = row.replace(" paillier", "").replace(" ckks", "").replace(" (means)", "")
     values = PAPER_ACCURACY.get(key)
     return values[DATASETS.index(dataset)] if values else None
 
 
 def merge_reports(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """``new`` with the datasets of ``old`` it did not rerun, in the paper's dataset order.
-
-    A dataset from ``old`` keeps the metadata of the run that produced it (its
-    ``run`` entry, or ``old``'s header for files written before ``--merge``).
-    """
-    if old.get("quick") != new.get("quick"):
-        raise ValueError("--merge: cannot mix a --quick result with a full one")
-    old_meta = {k: old.get(k) for k in ("date", "commit", "quick", "device", "settings", "command")}
-    fresh = {d["dataset"] for d in new["datasets"]}
-    kept = [{**d, "run": d.get("run", old_meta)} for d in old["datasets"] if d["dataset"] not in fresh]
-    merged = dict(new)
-    merged["datasets"] = sorted(kept + new["datasets"], key=lambda d: DATASETS.index(d["dataset"]))
-    return merged
+    """``new`` with the datasets and rows of ``old`` it did not rerun (:mod:`benchmarks.stfl_merge`)."""
+    return stfl_merge.merge_reports(old, new, summarize, list(DATASETS))
 
 
 def previous_report(cfg: Config) -> dict[str, Any]:
     """The ``--json`` file that ``--merge`` will extend; SystemExit if it cannot be extended."""
-    old = read_result(cfg.json_path, "--merge", "stfl", {"datasets": list})
+    old = stfl_merge.name_stfl_rows(read_result(cfg.json_path, "--merge", "stfl", {"datasets": list}))
     if old.get("quick") != cfg.quick:
         raise SystemExit("--merge: cannot mix a --quick result with a full one")
+    why = stfl_merge.check_mergeable(old, cfg.datasets, [name for name, _, _ in _methods(cfg)], cfg.seeds,
+                                     cfg.epochs)
+    if why:
+        raise SystemExit(why)
     return old
 
 
@@ -300,12 +293,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     beside = gpu_report(cfg.gpu_json) if cfg.gpu_json is not None else None  # checked before any run
     if cfg.render_only:
-        render(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list}), cfg, beside)
+        render(stfl_merge.name_stfl_rows(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list})),
+               cfg, beside)
         return 0
     old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
     datasets = load_datasets(cfg)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
                 if k not in ("json_path", "markdown_path", "data_dir", "merge", "render_only", "gpu_json", "resume")}
+    settings["latent"] = dict(stfl_merge.STFL_ROWS)  # what each STFL row's passive parties send
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=["benchmarks.stfl", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = "stfl"
@@ -319,7 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"--resume: {len(log.done)} finished cells kept from {log.path}", flush=True)
         report["resumed_cells"] = len(log.done)
     try:
-        report["datasets"] = [{**d, "run": run_meta} for d in run_datasets(datasets, cfg, log)]
+        report["datasets"] = [{**d, "run": run_meta, "stfl_rows": stfl_merge.NAMED}
+                              for d in run_datasets(datasets, cfg, log)]
     except BaseException:
         print(f"benchmarks.stfl: the finished cells are kept in {log.path}; the same command with --resume"
               " runs only the others", file=sys.stderr)
@@ -335,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def gpu_report(path: Path) -> dict[str, Any]:
     """The ``--gpu-json`` file: a ``--device cuda`` result of this benchmark; else SystemExit."""
-    gpu = read_result(path, "--gpu-json", "stfl", {"datasets": list})
+    gpu = stfl_merge.name_stfl_rows(read_result(path, "--gpu-json", "stfl", {"datasets": list}))
     if not str((gpu.get("device") or {}).get("device", "")).startswith("cuda"):
         raise SystemExit(f"--gpu-json: {path} is not a --device cuda run")
     return gpu

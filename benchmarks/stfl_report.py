@@ -36,23 +36,30 @@ def table_one(report: dict[str, Any]) -> str:
     for d in sets:
         headers += [f"{PAPER_NAMES[d['dataset']]} ours (n={_n(d)})", f"{PAPER_NAMES[d['dataset']]} paper"]
     rows = []
-    for row in dict.fromkeys(row for d in sets for row in d["summary"]):  # a --rows run may lack some
+    seen = dict.fromkeys(row for d in sets for row in d["summary"])  # a --rows run may lack some
+    for row in sorted(seen, key=lambda r: list(STFL_LABELS).index(r) + 1 if r in STFL_LABELS else 0):  # STFL last
         cells = [row]
         for d in sets:
             s, paper = d["summary"].get(row), paper_accuracy(row, d["dataset"])
             cells += [_cell(s) if s else "—", f"{paper:.2f}" if paper is not None else "—"]
         rows.append(cells)
     lines = [markdown_table(headers, rows)]
-    for d in sets:
-        s, paper = d["summary"].get("stfl"), paper_accuracy("stfl", d["dataset"])
-        if s and paper is not None:
-            gap = s["accuracy_mean"] - paper
-            why = unjudged(d, report)
-            verdict = ("outside the band, above the paper" if not why and gap > ACCURACY_TOLERANCE
-                       else _verdict(abs(gap) <= ACCURACY_TOLERANCE, why))
-            lines.append(f"- STFL on {PAPER_NAMES[d['dataset']]}: {s['accuracy_mean']:.2f}% vs paper {paper:.2f}%"
-                         f" ({gap:+.2f} points; target within {ACCURACY_TOLERANCE} points: {verdict})")
+    for row, label in STFL_LABELS.items():
+        for d in sets:
+            s, paper = d["summary"].get(row), paper_accuracy(row, d["dataset"])
+            if s and paper is not None:
+                gap = s["accuracy_mean"] - paper
+                why = unjudged(d, report)
+                verdict = ("outside the band, above the paper" if not why and gap > ACCURACY_TOLERANCE
+                           else _verdict(abs(gap) <= ACCURACY_TOLERANCE, why))
+                lines.append(f"- {label} on {PAPER_NAMES[d['dataset']]}: {s['accuracy_mean']:.2f}% vs paper"
+                             f" {paper:.2f}% ({gap:+.2f} points; target within {ACCURACY_TOLERANCE} points:"
+                             f" {verdict})")
     return "\n".join(lines) + "\n"
+
+
+STFL_LABELS = {"stfl": "STFL", "stfl (means)": "STFL sending posterior means"}
+"""Table I's STFL rows as the verdict lines name them ("stfl": one posterior draw per row)."""
 
 
 def _n(d: dict[str, Any]) -> int:
@@ -71,12 +78,12 @@ def table_three(report: dict[str, Any], beside: dict[str, Any] | None = None) ->
     for d in report["datasets"]:
         col = DATASETS.index(d["dataset"])
         for row, results in d["runs"].items():
-            if not (row.startswith("he-vfl") or row == "stfl") or "all data" in row:
+            if not (row.startswith("he-vfl") or row in STFL_LABELS) or "all data" in row:
                 continue
             first = results[0]
             phases = {k: sum(r["phases"].get(k, 0.0) for r in results) / len(results)
                       for k in first.get("phases", {})}
-            paper = PAPER_SECONDS["stfl" if row == "stfl" else "he-vfl"][col]
+            paper = PAPER_SECONDS["stfl" if row in STFL_LABELS else "he-vfl"][col]
             rows.append([PAPER_NAMES[d["dataset"]], row, f"{d['summary'][row]['seconds_mean']:.1f}",
                          ", ".join(f"{k} {v:.1f}" for k, v in phases.items()),
                          ", ".join(f"{k} {v:,}" for k, v in first.get("bytes_per_party", {}).items()),
@@ -149,13 +156,24 @@ def probe_lines(report: dict[str, Any]) -> str:
 
 
 def provenance(report: dict[str, Any]) -> str:
-    """One line per dataset saying which run produced it, when the file was merged."""
-    runs = [(d["dataset"], d["run"]) for d in report["datasets"] if "run" in d]
-    if len({r["commit"] + r["date"] for _, r in runs}) <= 1:
+    """One line per dataset saying which run produced it, when the file was merged, and one more
+    for each later run that replaced some of its rows (``--rows`` with ``--merge``)."""
+    sets = [d for d in report["datasets"] if "run" in d]
+    runs = [d["run"] for d in sets] + [r for d in sets for r in d.get("row_runs", {}).values()]
+    if len({r["commit"] + r["date"] for r in runs}) <= 1:
         return ""
     lines = ["Datasets come from separate runs (`--merge`):", ""]
-    lines += [f"- {PAPER_NAMES[name]}: {r['date']}, commit `{r['commit']}`{_host(r)}, `{r['command']}`"
-              for name, r in runs]
+    for d in sets:
+        r = d["run"]
+        lines.append(f"- {PAPER_NAMES[d['dataset']]}: {r['date']}, commit `{r['commit']}`{_host(r)},"
+                     f" `{r['command']}`")
+        later: dict[tuple[str, str, str], list[str]] = {}
+        for row, run in d.get("row_runs", {}).items():
+            later.setdefault((run["date"], run["commit"], run["command"]), []).append(row)
+        for rows in later.values():
+            run = d["row_runs"][rows[0]]
+            lines.append(f"  - rows {', '.join(rows)} from a later run: {run['date']}, commit `{run['commit']}`"
+                         f"{_host(run)}, `{run['command']}`")
     return "\n".join(lines) + "\n"
 
 

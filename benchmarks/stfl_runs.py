@@ -23,11 +23,13 @@ EXTRAPOLATED = "split-NN accuracy, time extrapolated"
 ACTIVATION_BOUND = {"give_credit": 512.0}  # the most packed CKKS allows
 
 
-def _train_config(cfg: Any, seed: int) -> Any:
+def _train_config(cfg: Any, seed: int, latent: str = "sample") -> Any:
+    """The STFL settings a cell runs (the plaintext baselines read the supervised part); the latent
+    draws are seeded with the cell's seed so that a cell repeats."""
     from securefl.algorithms.stfl import STFLConfig
 
     return STFLConfig(epochs=cfg.epochs, vae_epochs=cfg.epochs, seed=seed, device=cfg.device,
-                      cuda_graphs=cfg.cuda_graphs, latent=cfg.latent)
+                      cuda_graphs=cfg.cuda_graphs, latent=latent, latent_seed=seed)
 
 
 def run_centralized_row(split: VerticalSplit, cfg: Any, seed: int) -> dict[str, Any]:
@@ -42,10 +44,11 @@ def run_hierarchical_row(split: VerticalSplit, cfg: Any, seed: int) -> dict[str,
     return run_hierarchical(split, _train_config(cfg, seed))
 
 
-def run_stfl_row(split: VerticalSplit, cfg: Any, seed: int) -> dict[str, Any]:
+def run_stfl_row(split: VerticalSplit, cfg: Any, seed: int, latent: str = "sample") -> dict[str, Any]:
+    """STFL with passive parties sending one posterior draw (``"sample"``) or the mean per row."""
     from securefl.algorithms.stfl import run_stfl
 
-    return run_stfl(split, _train_config(cfg, seed))
+    return run_stfl(split, _train_config(cfg, seed, latent))
 
 
 def training_steps(split: VerticalSplit, epochs: int, batch_size: int) -> int:

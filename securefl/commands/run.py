@@ -53,9 +53,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--vae-epochs", type=int, default=None, help="STFL: VAE pretraining epochs (default: --epochs)")
     p.add_argument("--batch-size", type=int, default=None, help="vertical default 128, CHFL 64")
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--latent", choices=("mean", "sample"), default="mean",
-                   help="STFL: what a passive party sends for a row, its posterior mean or one posterior draw"
-                        " (the paper's 'latent vector z' read literally)")
+    p.add_argument("--latent", choices=("sample", "mean"), default="sample",
+                   help="STFL: what a passive party sends for a row, one posterior draw (default: the paper's"
+                        " 'latent vector z') or its posterior mean (more accurate, gives more away)")
+    p.add_argument("--latent-seed", type=int, default=None,
+                   help="STFL with sampled latents: seed of the passive parties' draws, to repeat a run"
+                        " (default: drawn from the OS, so that the active party cannot recompute the noise)")
     p.add_argument("--he", choices=("ckks", "paillier"), default="ckks", help="HE-VFL: encryption scheme")
     p.add_argument("--passive-seed", type=int, default=None,
                    help="HE-VFL: seed of the passive party's initial interactive weights, to repeat a run"
@@ -180,8 +183,8 @@ def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[
         return HEVFLConfig(he=args.he, passive_seed=args.passive_seed, **common)
     from securefl.algorithms.stfl import STFLConfig
 
-    return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs is not False, latent=args.latent,
-                      **common)
+    return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs is not False,
+                      latent=args.latent, latent_seed=args.latent_seed, **common)
 
 
 def run_method(method: str, split: Any, args: argparse.Namespace) -> dict[str, Any]:

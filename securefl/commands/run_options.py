@@ -24,6 +24,7 @@ Applies = Callable[[argparse.Namespace, str], bool]
 SCOPE: dict[str, tuple[str, Applies]] = {
     "vae_epochs": ("stfl", lambda a, kind: a.method == "stfl"),
     "latent": ("stfl", lambda a, kind: a.method == "stfl"),
+    "latent_seed": ("stfl with --latent sample", lambda a, kind: a.method == "stfl" and a.latent == "sample"),
     "he": ("he-vfl", lambda a, kind: a.method == "he-vfl"),
     "passive_seed": ("he-vfl", lambda a, kind: a.method == "he-vfl"),
     "cuda_graphs": ("stfl, hierarchical and centralized on a CUDA --device",

@@ -7,7 +7,10 @@ import pytest
 
 from benchmarks import stfl
 from benchmarks.stfl import merge_reports, summarize
+from benchmarks.stfl_merge import STFL_ROWS, check_mergeable, name_stfl_rows
 from benchmarks.stfl_report import provenance, speed_lines, table_one, table_three
+
+NAMED_ROWS = {"latent": dict(STFL_ROWS)}  # the settings of a run whose STFL rows have today's names
 
 
 def _result(acc, seconds=1.0, mode=None):
@@ -124,7 +127,7 @@ def test_render_only_rewrites_the_markdown_from_the_stored_runs_alone(tmp_path, 
 
 
 def _stored(report, device):
-    return {**report, "date": "d", "commit": "c", "quick": False, "settings": {}, "command": "cmd",
+    return {**report, "date": "d", "commit": "c", "quick": False, "settings": NAMED_ROWS, "command": "cmd",
             "device": {"device": device, "cpu": "Xeon", "cores": 16, **({"gpu": "H200"} if device == "cuda" else {})}}
 
 
@@ -136,7 +139,7 @@ def test_a_gpu_run_beside_adds_its_seconds_and_memory_to_table_three(tmp_path, m
     runs = {"stfl": [{**_result(0.95, seconds=3.0), "gpu_peak_mib": 128.0}] * 3}
     gpu.write_text(json.dumps({**_stored({"datasets": [{"dataset": "breast", "runs": runs,
                                                          "summary": summarize(runs)}]}, "cuda"),
-                               "settings": {"workers": 14}}))
+                               "settings": {**NAMED_ROWS, "workers": 14}}))
     # Act
     code = stfl.main(["--render-only", "--json", str(cpu), "--gpu-json", str(gpu)])
     # Assert: STFL's row has the GPU's mean seconds, seeds and memory; HE-VFL's, a dash
@@ -339,3 +342,65 @@ def test_a_stopped_run_resumes_with_its_finished_cells_and_runs_only_the_rest(tm
 
     assert table(resumed) == table(whole)
     assert not (tmp_path / "stfl.cells.jsonl").exists()
+
+
+@pytest.mark.parametrize("settings, row", [({}, "stfl (means)"), ({"latent": "mean"}, "stfl (means)"),
+                                           ({"latent": "sample"}, "stfl"), (NAMED_ROWS, "stfl")])
+def test_an_older_files_stfl_row_is_named_by_what_its_run_sent(settings, row):
+    # Arrange: a file from before Table I had two STFL rows (settings without "latent": means)
+    report = {**_report(0.93), "settings": settings}
+    # Act: named twice, as a file read, merged and read again would be
+    named = name_stfl_rows(name_stfl_rows(report))
+    # Assert
+    d = named["datasets"][0]
+    assert set(d["runs"]) == set(d["summary"]) == {row, "he-vfl ckks"}
+
+
+def _dataset_run(report, date, rows):
+    """Give ``report``'s breast dataset the run metadata of a run on ``date`` with only ``rows``."""
+    d = report["datasets"][0]
+    d["runs"] = {row: d["runs"][row] for row in rows}
+    d["summary"] = summarize(d["runs"])
+    d["run"] = {"date": date, "commit": date, "quick": False, "device": {}, "settings": NAMED_ROWS,
+                "command": f"cmd {date}"}
+    return {**report, "quick": False}
+
+
+def test_rows_run_alone_replace_only_those_rows_and_say_which_run_made_them():
+    # Arrange: a stored dataset with HE-VFL and STFL; a later run of STFL alone, other accuracies
+    old = _dataset_run(_report(0.93), "old", ["stfl", "he-vfl ckks"])
+    new = _dataset_run(_report(0.95), "new", ["stfl"])
+    # Act
+    merged = merge_reports(old, new)
+    # Assert: HE-VFL from the old run, STFL from the new one, the summary made anew
+    d = merged["datasets"][0]
+    assert d["run"]["date"] == "old" and set(d["row_runs"]) == {"stfl"}
+    assert d["summary"]["stfl"]["accuracy_mean"] == pytest.approx(95.0)
+    assert d["summary"]["he-vfl ckks"] == old["datasets"][0]["summary"]["he-vfl ckks"]
+    assert "  - rows stfl from a later run: new, commit `new`, `cmd new`" in provenance(merged)
+
+
+def test_rows_joining_a_stored_dataset_need_its_seeds_and_epochs():
+    # Arrange: the stored dataset ran 2 seeds of 100 epochs
+    old = _dataset_run(_report(0.93), "old", ["stfl", "he-vfl ckks"])
+    # Act
+    why = check_mergeable(old, ("breast",), ["stfl"], seeds=5, epochs=100)
+    # Assert: refused with what to pass; a run of every row it holds, or of another dataset, may go on
+    assert why is not None and "breast" in why and "--seeds 2 --epochs 100" in why
+    assert check_mergeable(old, ("breast",), ["stfl"], seeds=2, epochs=100) is None
+    assert check_mergeable(old, ("breast",), ["stfl", "he-vfl ckks"], seeds=5, epochs=100) is None
+    assert check_mergeable(old, ("give_credit",), ["stfl"], seeds=5, epochs=100) is None
+
+
+def test_both_stfl_rows_get_a_verdict_and_a_table_three_row():
+    # Arrange: draws at the paper's accuracy, means above it
+    report = _report(0.93)
+    d = report["datasets"][0]
+    d["runs"]["stfl (means)"] = [_result(0.97), _result(0.97)]
+    d["summary"] = summarize(d["runs"])
+    # Act
+    one, three = table_one(report), table_three(report)
+    # Assert
+    assert "- STFL on cancer: 93.00% vs paper 92.92% (+0.08 points; target within 1.5 points: met)" in one
+    assert "- STFL sending posterior means on cancer: 97.00% vs paper 92.92% (+4.08 points" in one
+    assert "| cancer | stfl (means) |" in three and "| cancer | stfl |" in three

@@ -58,6 +58,7 @@ def test_stfl_reports_bytes_sent_between_parties(tmp_path):
     (["--cuda-graphs"], "--cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
     (["--no-cuda-graphs"], "--no-cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
     (["--passive-seed", "3"], "--passive-seed applies to he-vfl"),
+    (["--latent", "mean", "--latent-seed", "3"], "--latent-seed applies to stfl with --latent sample"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):
     code = main(["run", "stfl", "--no-progress", *argv])
@@ -68,7 +69,7 @@ def test_bad_arguments_are_one_line_errors(capsys, argv, message):
 
 def test_latent_reading_is_an_stfl_option(capsys):
     # Act
-    code = main(["run", "hierarchical", "--no-progress", "--latent", "sample"])
+    code = main(["run", "hierarchical", "--no-progress", "--latent", "mean"])
     # Assert
     err = capsys.readouterr().err.strip()
     assert code == 2 and "--latent applies to stfl" in err and len(err.splitlines()) == 1

@@ -17,7 +17,8 @@ from protocols.transport.torchdist import free_port
 from securefl.cli import main
 
 SETTINGS = ["--epochs", "20", "--lr", "0.01", "--seed", "4", "--no-progress"]
-RUN = [sys.executable, "-m", "securefl", "run", "stfl", *SETTINGS]
+STFL = ["stfl", *SETTINGS, "--latent-seed", "1"]  # the passive parties' latent draws repeat
+RUN = [sys.executable, "-m", "securefl", "run", *STFL]
 
 
 def _party_files(folder, passive=1, n=400):
@@ -51,8 +52,9 @@ def _start(argv, files, names, folder, port):
 
 @pytest.mark.multiprocess
 @pytest.mark.parametrize("method_args, passive", [
-    (["stfl"], 1),
-    (["stfl"], 2),
+    # --latent-seed: the passive parties' latent draws repeat
+    (["stfl", "--latent-seed", "1"], 1),
+    (["stfl", "--latent-seed", "1"], 2),
     # exact fixed point: the masks cancel exactly; --passive-seed: the passive party's initial weights repeat
     (["he-vfl", "--he", "paillier", "--epochs", "1", "--passive-seed", "2"], 1),
     (["he-vfl", "--he", "paillier", "--epochs", "1", "--all-data", "--passive-seed", "2"], 1),
@@ -99,7 +101,7 @@ def test_parties_with_identity_keys_run_over_authenticated_links_to_the_same_res
     files = _party_files(tmp_path)
     keys = _trusting_keys(tmp_path)
     local = tmp_path / "local.json"
-    assert main(["run", "stfl", *SETTINGS, "--party-csv", *map(str, files), "--json", str(local)]) == 0
+    assert main(["run", *STFL, "--party-csv", *map(str, files), "--json", str(local)]) == 0
     # Act
     port = free_port()
     procs = [subprocess.Popen([*RUN, "--party-csv", str(path), "--role", name, "--peer", f"127.0.0.1:{port}",

@@ -13,7 +13,7 @@ from securefl.algorithms import STFLConfig, run_stfl, stfl_parties
 from securefl.data import PartyTable, VerticalDataset, stfl_split
 from tests.securefl.algorithms.helpers import majority_rate, synthetic
 
-FAST = STFLConfig(epochs=40, vae_epochs=20, batch_size=32, seed=3)
+FAST = STFLConfig(epochs=40, vae_epochs=20, batch_size=32, seed=3, latent_seed=3)  # repeatable draws
 
 
 def held_out_labels(split) -> np.ndarray:
@@ -53,7 +53,7 @@ def test_sampled_latents_learn_too_and_differ_from_the_means():
     # Arrange
     split = stfl_split(synthetic(), seed=1)
     # Act
-    means = run_stfl(split, FAST)
+    means = run_stfl(split, replace(FAST, latent="mean"))
     draws = run_stfl(split, replace(FAST, latent="sample"))
     # Assert: the same VAE (same seed), other inputs to the classifier, still well above chance
     assert draws["parties"]["passive1"]["vae_loss"] == pytest.approx(means["parties"]["passive1"]["vae_loss"])
@@ -65,18 +65,41 @@ def test_sampled_latents_learn_too_and_differ_from_the_means():
     assert draws["settings"]["shared_latent"] == "one posterior draw per row"
 
 
-def test_a_rows_draw_does_not_depend_on_psis_order_so_a_seed_repeats_the_run():
-    # Arrange: PSI's order of the common rows is new in every run
+def _latents_of_two_runs(config: STFLConfig) -> list[dict[str, dict[str, list[float]]]]:
+    """What the active party received from each passive party, by row ID, in two runs of ``config``."""
     split = stfl_split(synthetic(n=120), seed=0)
-    config = STFLConfig(epochs=2, vae_epochs=3, batch_size=32, seed=4, latent="sample")
     seen = []
-    # Act
     for _ in range(2):
         got = {}
         run_stfl(split, config, observe=lambda name, ids, z: got.update({name: dict(zip(ids, z.tolist()))}))
         seen.append(got)
+    return seen
+
+
+def test_a_rows_draw_does_not_depend_on_psis_order_so_a_latent_seed_repeats_the_run():
+    # Arrange: PSI's order of the common rows is new in every run
+    config = STFLConfig(epochs=2, vae_epochs=3, batch_size=32, seed=4, latent="sample", latent_seed=9)
+    # Act
+    seen = _latents_of_two_runs(config)
     # Assert: every row got the same draw both times
-    assert seen[0] == seen[1] and len(seen[0]["passive1"]) == 120 - len(split.self_taught_ids)
+    assert seen[0] == seen[1] and len(seen[0]["passive1"]) == 120 - len(stfl_split(synthetic(n=120), seed=0)
+                                                                         .self_taught_ids)
+
+
+def test_without_a_latent_seed_the_draws_come_from_the_os_not_from_the_run_seed():
+    # Arrange: the same run seed twice, which the active party may know
+    config = STFLConfig(epochs=2, vae_epochs=3, batch_size=32, seed=4)
+    # Act
+    seen = _latents_of_two_runs(config)
+    # Assert: no row got the same draw twice
+    first, second = seen[0]["passive1"], seen[1]["passive1"]
+    assert config.latent == "sample" and all(first[row] != second[row] for row in first)
+
+
+@pytest.mark.parametrize("value", [-1, 2**63, 1.5, True])
+def test_a_bad_latent_seed_names_the_field(value):
+    with pytest.raises(InputError, match="STFLConfig.latent_seed"):
+        STFLConfig(latent_seed=value)
 
 
 def test_observe_needs_the_in_process_backend():
@@ -94,12 +117,12 @@ def test_hidden_widths_follow_the_configured_multiplier():
     assert result["parties"]["active"]["hidden"] == 2 * (3 + 3)
 
 
-def test_same_seed_gives_the_same_result_and_another_seed_another():
+def test_same_seeds_give_the_same_result_and_other_seeds_another():
     split = stfl_split(synthetic(n=120), seed=0)
-    config = STFLConfig(epochs=5, vae_epochs=5, batch_size=32, seed=11)
+    config = STFLConfig(epochs=5, vae_epochs=5, batch_size=32, seed=11, latent_seed=11)
 
     first, second = run_stfl(split, config), run_stfl(split, config)
-    other = run_stfl(split, STFLConfig(epochs=5, vae_epochs=5, batch_size=32, seed=12))
+    other = run_stfl(split, STFLConfig(epochs=5, vae_epochs=5, batch_size=32, seed=12, latent_seed=12))
 
     # equal up to float32 rounding: CPU kernels may sum in another order for another alignment
     vae_first, vae_second = (r["parties"]["passive1"]["vae_loss"] for r in (first, second))
@@ -234,7 +257,7 @@ def test_run_stfl_needs_an_stfl_config():
 @pytest.mark.multiprocess
 def test_runs_unchanged_on_the_torch_backend_with_two_passive_parties():
     split = stfl_split(synthetic(n=120, passive_features=(4, 4)), seed=0)
-    config = STFLConfig(epochs=3, vae_epochs=3, batch_size=32, seed=5)
+    config = STFLConfig(epochs=3, vae_epochs=3, batch_size=32, seed=5, latent_seed=5)
     ticks: list[tuple[int, int]] = []
 
     remote = run_stfl(split, replace(config, progress=lambda done, total: ticks.append((done, total))),
