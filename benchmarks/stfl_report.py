@@ -105,14 +105,21 @@ def beside_lines(beside: dict[str, Any] | None, path: str) -> str:
     if not beside:
         return ""
     device = beside.get("device") or {}
-    runs = sorted({(d["run"]["date"], d["run"]["commit"], _workers(d["run"])) for d in beside["datasets"]
-                   if "run" in d} or {(beside["date"], beside["commit"], _workers(beside))})
+    every = [d["run"] for d in beside["datasets"] if "run" in d]
+    every += [r for d in beside["datasets"] for r in d.get("row_runs", {}).values()]
+    runs = sorted({(r["date"], r["commit"], _graphs(r) + _workers(r)) for r in every}
+                  or {(beside["date"], beside["commit"], _graphs(beside) + _workers(beside))})
     probes = ", ".join(f"{PAPER_NAMES[d['dataset']]} {d['run']['seal_rotation_ms']:.2f} ms" for d in beside["datasets"]
                        if d.get("run", {}).get("seal_rotation_ms") is not None)
     return (f"GPU columns: `{path}`, on an {device.get('gpu', 'unnamed GPU')} (host CPU: {device.get('cpu', '?')},"
             f" {device.get('cores', '?')} cores), runs of {', '.join(f'{d} (commit `{c[:12]}`{w})' for d, c, w in runs)};"
             " (n) is its seeds, † its time extrapolated as above. HE-VFL's encryption runs on that host's CPU,"
             f" not the GPU{f' (one SEAL rotation there: {probes})' if probes else ''}.\n")
+
+
+def _graphs(run: dict[str, Any]) -> str:
+    """``, CUDA graphs`` for a run that trained with them (the CUDA default since they were measured)."""
+    return ", CUDA graphs" if (run.get("settings") or {}).get("cuda_graphs") else ""
 
 
 def _workers(run: dict[str, Any]) -> str:

@@ -139,7 +139,7 @@ def test_a_gpu_run_beside_adds_its_seconds_and_memory_to_table_three(tmp_path, m
     runs = {"stfl": [{**_result(0.95, seconds=3.0), "gpu_peak_mib": 128.0}] * 3}
     gpu.write_text(json.dumps({**_stored({"datasets": [{"dataset": "breast", "runs": runs,
                                                          "summary": summarize(runs)}]}, "cuda"),
-                               "settings": {**NAMED_ROWS, "workers": 14}}))
+                               "settings": {**NAMED_ROWS, "workers": 14, "cuda_graphs": True}}))
     # Act
     code = stfl.main(["--render-only", "--json", str(cpu), "--gpu-json", str(gpu)])
     # Assert: STFL's row has the GPU's mean seconds, seeds and memory; HE-VFL's, a dash
@@ -147,7 +147,7 @@ def test_a_gpu_run_beside_adds_its_seconds_and_memory_to_table_three(tmp_path, m
     rows = {line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| cancer")}
     assert code == 0 and "GPU s (n)" in text and "on an H200 (host CPU: Xeon, 16 cores)" in text
     assert rows["stfl"].endswith("| 3.0 (3) | 128.0 |") and rows["he-vfl ckks"].endswith("| — | — |")
-    assert "(commit `c`, 14 cells at once, so its seconds are upper bounds)" in text
+    assert "(commit `c`, CUDA graphs, 14 cells at once, so its seconds are upper bounds)" in text
 
 
 def test_a_cpu_run_is_refused_as_the_gpu_columns(tmp_path):
