@@ -88,18 +88,22 @@ def git_commit(root: Path | None = None) -> str:
     produced them is still the commit's.
     """
     root = Path(__file__).resolve().parent.parent if root is None else root
+    # a copy of the tree sent to a lent GPU machine: the caller may name the commit it copied
+    named = os.environ.get("SECUREFL_COMMIT", "").strip()
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
                                 f":(exclude){RESULTS_PATH}"], cwd=root,
                                capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        # a copy of the tree without its .git (as sent to a lent GPU machine): the caller may
-        # name the commit it copied, and the result says that git did not confirm it
-        named = os.environ.get("SECUREFL_COMMIT", "").strip()
+    except (OSError, subprocess.CalledProcessError):  # no .git: the result says git did not confirm it
         return f"{named} (named by SECUREFL_COMMIT; no git checkout)" if named else "unknown"
-    return sha + ("+dirty" if dirty else "")
+    found = sha + ("+dirty" if dirty else "")
+    if named and named != found:
+        # a .git that came along with the copy may be older than the tree (seen on a lent GPU
+        # machine: git said the session's first commit while the tree was a later one)
+        return f"{named} (named by SECUREFL_COMMIT; the checkout's git says {found})"
+    return found
 
 
 def cpu_name() -> str:

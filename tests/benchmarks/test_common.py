@@ -186,3 +186,15 @@ def test_a_tree_without_git_takes_the_named_commit_and_says_git_did_not_confirm_
     # Assert
     assert named == "abc123 (named by SECUREFL_COMMIT; no git checkout)"
     assert git_commit(tmp_path) == "unknown"
+
+
+def test_a_named_commit_that_git_does_not_confirm_is_kept_beside_what_git_says(monkeypatch):
+    # Arrange: this checkout, and a commit named for it that is not its HEAD
+    found = git_commit()
+    monkeypatch.setenv("SECUREFL_COMMIT", "abc123")
+    # Act
+    named = git_commit()
+    # Assert: both are in the record; a named commit that matches changes nothing
+    assert named == f"abc123 (named by SECUREFL_COMMIT; the checkout's git says {found})"
+    monkeypatch.setenv("SECUREFL_COMMIT", found)
+    assert git_commit() == found
