@@ -101,20 +101,27 @@ def _beside(summary: dict[str, Any] | None) -> list[str]:
 
 
 def beside_lines(beside: dict[str, Any] | None, path: str) -> str:
-    """Where Table III's GPU columns come from."""
+    """Where Table III's GPU columns come from: each run behind them, with its GPU (a merged file
+    may hold runs on different cards)."""
     if not beside:
         return ""
-    device = beside.get("device") or {}
     every = [d["run"] for d in beside["datasets"] if "run" in d]
     every += [r for d in beside["datasets"] for r in d.get("row_runs", {}).values()]
-    runs = sorted({(r["date"], r["commit"], _graphs(r) + _workers(r)) for r in every}
-                  or {(beside["date"], beside["commit"], _graphs(beside) + _workers(beside))})
+    runs = sorted({(r["date"], r["commit"], _gpu(r), _graphs(r) + _workers(r)) for r in every}
+                  or {(beside["date"], beside["commit"], _gpu(beside), _graphs(beside) + _workers(beside))})
+    listed = ", ".join(f"{d} on {g} (commit `{c[:12]}`{w})" for d, c, g, w in runs)
     probes = ", ".join(f"{PAPER_NAMES[d['dataset']]} {d['run']['seal_rotation_ms']:.2f} ms" for d in beside["datasets"]
                        if d.get("run", {}).get("seal_rotation_ms") is not None)
-    return (f"GPU columns: `{path}`, on an {device.get('gpu', 'unnamed GPU')} (host CPU: {device.get('cpu', '?')},"
-            f" {device.get('cores', '?')} cores), runs of {', '.join(f'{d} (commit `{c[:12]}`{w})' for d, c, w in runs)};"
-            " (n) is its seeds, † its time extrapolated as above. HE-VFL's encryption runs on that host's CPU,"
-            f" not the GPU{f' (one SEAL rotation there: {probes})' if probes else ''}.\n")
+    return (f"GPU columns: `{path}`, runs of {listed}; (n) is its seeds, † its time extrapolated as above."
+            " HE-VFL's encryption runs on the host's CPU, not the GPU"
+            f"{f' (one SEAL rotation there: {probes})' if probes else ''}.\n")
+
+
+def _gpu(run: dict[str, Any]) -> str:
+    """``<GPU> (host CPU: <cpu>, N cores)`` of a run's device record."""
+    device = run.get("device") or {}
+    return (f"an {device.get('gpu', 'unnamed GPU')} (host CPU: {device.get('cpu', '?')},"
+            f" {device.get('cores', '?')} cores)")
 
 
 def _graphs(run: dict[str, Any]) -> str:
@@ -154,7 +161,13 @@ def speed_lines(report: dict[str, Any]) -> str:
 
 def probe_lines(report: dict[str, Any]) -> str:
     """The machine-speed probe of each run behind the tables (what one SEAL rotation took)."""
-    probes = [(PAPER_NAMES[d["dataset"]], d.get("run", report).get("seal_rotation_ms")) for d in report["datasets"]]
+    probes = []
+    for d in report["datasets"]:
+        name, later = PAPER_NAMES[d["dataset"]], {}
+        probes.append((name, d.get("run", report).get("seal_rotation_ms")))
+        for row, run in d.get("row_runs", {}).items():  # rows rerun later, maybe on another host
+            later.setdefault(run.get("seal_rotation_ms"), []).append(row)
+        probes += [(f"{name} ({', '.join(rows)})", ms) for ms, rows in later.items()]
     probes = [(name, ms) for name, ms in probes if ms is not None]
     if not probes:
         return ""

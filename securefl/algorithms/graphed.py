@@ -18,9 +18,11 @@ runs the eager loop). On an H100 with a 16-core Xeon (2026-11-26), each run alon
 seeds (benchmarks/results/stfl_cuda_alone_*.md), STFL end to end took 0.4 s graphed
 against 1.1 s eager on cancer and 5.6 s against 41.1 s on payment; on an H200 every
 test of tests/securefl/algorithms/test_graphed.py passed, two threads capturing at once
-(serialised by a lock) included. What it costs: GPU memory (peak allocated 1.3 GiB
-against 0.1 GiB on cancer, 2.2 GiB against 0.1 GiB on payment; not yet broken down,
-though each captured step has a memory pool of its own), and the last digits: capturable Adam rounds differently from the eager loop and
+(serialised by a lock) included. What it costs: GPU memory (a run's first cell in a
+fresh process peaked at about 490 MiB allocated, eager about 100 MiB; and each graphed
+run left about 390 MiB allocated after it ended, so the per-cell peaks of one process
+grew 487, 877, 1267 MiB and levelled off near 2.2 GiB, presumably when the collector
+freed the graphs' pools: not yet fixed, see README), and the last digits: capturable Adam rounds differently from the eager loop and
 the difference grows over thousands of steps, so a 100-epoch run's accuracy can differ
 from the eager one's in the third digit (payment seed 0: 79.52% against 79.33%).
 """

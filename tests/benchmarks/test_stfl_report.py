@@ -8,7 +8,7 @@ import pytest
 from benchmarks import stfl
 from benchmarks.stfl import merge_reports, summarize
 from benchmarks.stfl_merge import STFL_ROWS, check_mergeable, name_stfl_rows
-from benchmarks.stfl_report import provenance, speed_lines, table_one, table_three
+from benchmarks.stfl_report import probe_lines, provenance, speed_lines, table_one, table_three
 
 NAMED_ROWS = {"latent": dict(STFL_ROWS)}  # the settings of a run whose STFL rows have today's names
 
@@ -378,6 +378,18 @@ def test_rows_run_alone_replace_only_those_rows_and_say_which_run_made_them():
     assert d["summary"]["stfl"]["accuracy_mean"] == pytest.approx(95.0)
     assert d["summary"]["he-vfl ckks"] == old["datasets"][0]["summary"]["he-vfl ckks"]
     assert "  - rows stfl from a later run: new, commit `new`, `cmd new`" in provenance(merged)
+
+
+def test_the_speed_probe_of_rows_rerun_later_is_shown_beside_the_datasets():
+    # Arrange: the dataset's run probed 0.9 ms, the later run of its STFL row 2.1 ms
+    old = _dataset_run(_report(0.93), "old", ["stfl", "he-vfl ckks"])
+    old["datasets"][0]["run"]["seal_rotation_ms"] = 0.9
+    new = _dataset_run(_report(0.95), "new", ["stfl"])
+    new["datasets"][0]["run"]["seal_rotation_ms"] = 2.1
+    # Act
+    line = probe_lines(merge_reports(old, new))
+    # Assert
+    assert "cancer 0.90 ms, cancer (stfl) 2.10 ms." in line
 
 
 def test_rows_joining_a_stored_dataset_need_its_seeds_and_epochs():
