@@ -21,8 +21,12 @@ test of tests/securefl/algorithms/test_graphed.py passed, two threads capturing 
 (serialised by a lock) included. What it costs: GPU memory (a run's first cell in a
 fresh process peaked at about 490 MiB allocated, eager about 100 MiB; and each graphed
 run left about 390 MiB allocated after it ended, so the per-cell peaks of one process
-grew 487, 877, 1267 MiB and levelled off near 2.2 GiB, presumably when the collector
-freed the graphs' pools: not yet fixed, see README), and the last digits: capturable Adam rounds differently from the eager loop and
+grew 487, 877, 1267 MiB and levelled off near 2.2 GiB. A likely cause, not yet
+checked on a GPU: torch keeps a cuBLAS workspace for every (cuBLAS handle, stream)
+pair until the process ends, and each fit here takes three new streams from torch's
+pool of 32 (the warm-up's and one per captured batch size), six a run, which the
+pool's size would bound. The fix to try: warm up and capture on one stream per device,
+reused under ``_ONE_CAPTURE``), and the last digits: capturable Adam rounds differently from the eager loop and
 the difference grows over thousands of steps, so a 100-epoch run's accuracy can differ
 from the eager one's in the third digit (payment seed 0: 79.52% against 79.33%).
 """
