@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from benchmarks.common import markdown_table
 from benchmarks.stfl import ACCURACY_TOLERANCE, DATASETS, PAPER_NAMES, PAPER_SECONDS, paper_accuracy
@@ -36,8 +36,7 @@ def table_one(report: dict[str, Any]) -> str:
     for d in sets:
         headers += [f"{PAPER_NAMES[d['dataset']]} ours (n={_n(d)})", f"{PAPER_NAMES[d['dataset']]} paper"]
     rows = []
-    seen = dict.fromkeys(row for d in sets for row in d["summary"])  # a --rows run may lack some
-    for row in sorted(seen, key=lambda r: list(STFL_LABELS).index(r) + 1 if r in STFL_LABELS else 0):  # STFL last
+    for row in _in_order(dict.fromkeys(row for d in sets for row in d["summary"])):  # a --rows run may lack some
         cells = [row]
         for d in sets:
             s, paper = d["summary"].get(row), paper_accuracy(row, d["dataset"])
@@ -62,6 +61,12 @@ STFL_LABELS = {"stfl": "STFL", "stfl (means)": "STFL sending posterior means"}
 """Table I's STFL rows as the verdict lines name them ("stfl": one posterior draw per row)."""
 
 
+def _in_order(rows: Iterable[str]) -> list[str]:
+    """``rows`` in their order with the STFL rows last, draws first (a row merged in later
+    comes after the stored ones otherwise)."""
+    return sorted(rows, key=lambda r: list(STFL_LABELS).index(r) + 1 if r in STFL_LABELS else 0)
+
+
 def _n(d: dict[str, Any]) -> int:
     return max(s["n"] for s in d["summary"].values())
 
@@ -77,7 +82,8 @@ def table_three(report: dict[str, Any], beside: dict[str, Any] | None = None) ->
     rows = []
     for d in report["datasets"]:
         col = DATASETS.index(d["dataset"])
-        for row, results in d["runs"].items():
+        for row in _in_order(d["runs"]):
+            results = d["runs"][row]
             if not (row.startswith("he-vfl") or row in STFL_LABELS) or "all data" in row:
                 continue
             first = results[0]
