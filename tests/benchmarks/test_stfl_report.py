@@ -416,3 +416,18 @@ def test_both_stfl_rows_get_a_verdict_and_a_table_three_row():
     assert "- STFL on cancer: 93.00% vs paper 92.92% (+0.08 points; target within 1.5 points: met)" in one
     assert "- STFL sending posterior means on cancer: 97.00% vs paper 92.92% (+4.08 points" in one
     assert "| cancer | stfl (means) |" in three and "| cancer | stfl |" in three
+
+
+def test_rows_that_cannot_join_the_stored_dataset_are_refused_before_any_run(tmp_path, monkeypatch):
+    # Arrange: a stored breast with 2 seeds of two rows; a run of one row with 3 seeds would fail the test
+    def no_run(cfg):
+        raise AssertionError("the benchmark ran before --merge was checked")
+
+    monkeypatch.setattr(stfl, "load_datasets", no_run)
+    stored = tmp_path / "stfl.json"
+    stored.write_text(json.dumps({**_dataset_run(_report(0.93), "old", ["stfl", "he-vfl ckks"]), "benchmark": "stfl"}))
+    before = stored.read_text()
+    # Act / Assert: a one-line refusal naming the flags to pass, the file untouched
+    with pytest.raises(SystemExit, match=r"--merge: breast keeps rows run with \[2\] seeds"):
+        stfl.main(["--datasets", "breast", "--rows", "stfl", "--seeds", "3", "--merge", "--json", str(stored)])
+    assert stored.read_text() == before
