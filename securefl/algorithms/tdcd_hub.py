@@ -218,5 +218,5 @@ def tdcd_result(split: TieredSplit, config: TDCDConfig, run: Any, backend: str) 
             **run.gpu_fields()}
 
 
-__all__ = ["HubExchange", "check_split", "evaluate", "masks_exchange", "owners", "plan_round", "run_tdcd", "share", "tdcd_hub", "tdcd_result",
-           "test_metrics"]
+__all__ = ["HubExchange", "check_split", "evaluate", "masks_exchange", "owners", "plan_round", "run_tdcd", "share",
+           "tdcd_hub", "tdcd_result", "test_metrics"]

@@ -1,7 +1,8 @@
 """``securefl run METHOD``: train one method on one dataset and report accuracy, time and bytes.
 
 Horizontal methods (CHFL, GL and their baselines) are described in
-:mod:`securefl.commands.run_horizontal`, TDCD in :mod:`securefl.commands.run_tdcd`. Vertical methods (the STFL paper's comparison): ``stfl``, ``he-vfl``,
+:mod:`securefl.commands.run_horizontal`, TDCD in :mod:`securefl.commands.run_tdcd`.
+Vertical methods (the STFL paper's comparison): ``stfl``, ``he-vfl``,
 ``hierarchical``, ``centralized``. The data is a registered dataset
 (``--dataset``) or one CSV per party (``--party-csv``, with ``--id-column`` and
 ``--label``; the file holding the label column is the active party). Rows are

@@ -120,4 +120,5 @@ def summary_line(result: dict[str, Any]) -> str:
             f" | {result['bytes']:,} bytes ({result['bytes_by_purpose']['evaluation']:,} for evaluation)")
 
 
-__all__ = ["EXAMPLE", "add_arguments", "check_args", "csv_table", "main", "run_tdcd_command", "summary_line", "tdcd_config"]
+__all__ = ["EXAMPLE", "add_arguments", "check_args", "csv_table", "main", "run_tdcd_command", "summary_line",
+           "tdcd_config"]

@@ -31,7 +31,8 @@ def test_without_resume_an_old_checkpoint_is_started_afresh(tmp_path, capsys):
     assert "starting afresh" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("other", [{**KEY, "commit": "def"}, {**KEY, "settings": {"datasets": ("breast",), "seeds": 3}}])
+@pytest.mark.parametrize("other", [{**KEY, "commit": "def"},
+                                   {**KEY, "settings": {"datasets": ("breast",), "seeds": 3}}])
 def test_a_run_with_other_settings_or_commit_refuses_the_cells(tmp_path, other):
     path = tmp_path / "x.cells.jsonl"
     CellLog.open(path, KEY, resume=False).add(("breast", "stfl", 0), {"wall": 1.0})

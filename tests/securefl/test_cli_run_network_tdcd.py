@@ -74,7 +74,8 @@ def test_the_networked_setup_regresses_as_the_one_process_run(tmp_path):
     (["--csv", "a.csv", "--dataset", "tdcd_pol"], "tdcd takes --dataset or --csv, not both"),
     (["--role", "bank", "--parties", SILOS, "--peer", "127.0.0.1:1", "--classes", "yes"],
      "--classes must list two or more distinct class values"),
-    (["--classes", "no,yes"], "--classes applies to chfl, common, simple and fedavg with --role, and tdcd with --role or --csv"),
+    (["--classes", "no,yes"],
+     "--classes applies to chfl, common, simple and fedavg with --role, and tdcd with --role or --csv"),
 ])
 def test_bad_network_arguments_are_one_line_errors(capsys, argv, message):
     assert main(["run", "tdcd", *argv, "--no-progress"]) == 2

@@ -45,5 +45,6 @@ def test_silos_holding_different_labels_are_one_line_naming_both_and_a_sample():
     right = [_rows("r0", ["c", "a"], [2, 0]), _rows("r1", ["b"], [5])]
     # Act / Assert
     check_same_labels([("left", left), ("right", [_rows("r0", ["c", "a", "b"], [2, 0, 1])])])
-    with pytest.raises(InputError, match=r"silos 'left' and 'right' hold different labels for 1 samples \(e.g. ID 'b'\)"):
+    with pytest.raises(InputError,
+                       match=r"silos 'left' and 'right' hold different labels for 1 samples \(e.g. ID 'b'\)"):
         check_same_labels([("left", left), ("right", right)])
