@@ -61,15 +61,15 @@ class STFLConfig(TrainConfig):
     ``timeout`` is how long (seconds) the active party waits for a passive party's
     latents, which arrive only after that party's VAE pretraining. ``latent``: what a
     passive party sends for a row, one draw from the posterior (``"sample"``, the
-    default: the paper's "latent vector z", drawn once per row from the party's seeded
-    generator) or the posterior mean (``"mean"``). Draws are the default because they
-    are the paper's method and give less away: features rebuilt from them by a linear
-    attacker who knows 10% of the rows score R² 0.30 / 0.35 / 0.03 on cancer / payment
-    / credit against 0.76 / 0.72 / 0.23 from means (benchmarks/results/latent_leakage.md).
-    That noise is the model's own, not a privacy mechanism with a guarantee.
-    ``latent_seed`` seeds the draws, to repeat a run; by default (None) each passive
-    party draws its generator's seed from the OS, as the active party, which may know
-    ``seed``, must not be able to recompute the noise.
+    default: the paper's "latent vector z", drawn once per row) or the posterior mean
+    (``"mean"``). Draws are the default because they are the paper's method and give
+    less away: features rebuilt from them by a linear attacker who knows 10% of the rows
+    score R² 0.30 / 0.35 / 0.03 on cancer / payment / credit against 0.76 / 0.72 / 0.23
+    from means (benchmarks/results/latent_leakage.md). That noise is the model's own,
+    not a privacy mechanism with a guarantee. ``latent_seed`` seeds the draws, to
+    repeat a run; by default (None) each passive party seeds its generator from the OS,
+    as the active party, which may know ``seed``, must not be able to recompute the
+    noise.
     """
 
     vae_epochs: int = 100
@@ -126,7 +126,7 @@ def stfl_passive(transport: Transport, *, active: str, table: PartyTable,
         common = as_tensor(scaler.transform(table.features[psi.indices]), device)
         if config.latent == "sample":
             # drawn in this party's own row order: PSI's order changes from run to run, and a
-            # row's draw should not (the same seed gives the same run)
+            # row's draw should not (the same latent_seed gives the same run)
             own = np.argsort(psi.indices, kind="stable")
             draws = _latent_generator(config.latent_seed, transport.name, device)
             latents = np.empty((psi.size, encoder.mu.out_features), dtype=np.float32)
