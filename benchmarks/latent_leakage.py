@@ -5,8 +5,8 @@
 
 Per dataset and seed, on the STFL benchmark's split, STFL runs as it does there (VAE
 pretraining for 100 epochs; ``--quick``: the bundled breast set, 5 epochs) once per
-way a passive party can send its rows: posterior means (the default) and one posterior
-draw per row (``--latent sample``). The active party's observe hook hands over each
+way a passive party can send its rows: one posterior draw per row (the default) and
+posterior means (``--latent mean``); the draws are seeded with the run's seed. The active party's observe hook hands over each
 passive party's latents as its channel delivered them, with their row IDs; its own
 classifier trains for one epoch only, since it does not change what was received.
 
@@ -103,7 +103,7 @@ def markdown(meta: dict[str, Any], results: dict[str, Any]) -> str:
                 rows.append([PAPER_NAMES.get(name, name), party, res["features"][party], res["latent"][party],
                              f"{float(known):.0%}", *cells])
     lines.append(markdown_table(["dataset", "passive party", "features", "latent width", "rows known",
-                                 "R² (posterior means, the default)", "R² (one draw per row)"], rows))
+                                 "R² (posterior means)", "R² (one draw per row, the default)"], rows))
     return "\n".join(lines)
 
 

@@ -111,9 +111,7 @@ def beside_lines(beside: dict[str, Any] | None, path: str) -> str:
     may hold runs on different cards)."""
     if not beside:
         return ""
-    every = [d["run"] for d in beside["datasets"] if "run" in d]
-    every += [r for d in beside["datasets"] for r in d.get("row_runs", {}).values()]
-    runs = sorted({(r["date"], r["commit"], _gpu(r), _graphs(r) + _workers(r)) for r in every}
+    runs = sorted({(r["date"], r["commit"], _gpu(r), _graphs(r) + _workers(r)) for r in _runs(beside)}
                   or {(beside["date"], beside["commit"], _gpu(beside), _graphs(beside) + _workers(beside))})
     listed = ", ".join(f"{d} on {g} (commit `{c[:12]}`{w})" for d, c, g, w in runs)
     probes = ", ".join(f"{PAPER_NAMES[d['dataset']]} {d['run']['seal_rotation_ms']:.2f} ms" for d in beside["datasets"]
@@ -121,6 +119,12 @@ def beside_lines(beside: dict[str, Any] | None, path: str) -> str:
     return (f"GPU columns: `{path}`, runs of {listed}; (n) is its seeds, † its time extrapolated as above."
             " HE-VFL's encryption runs on the host's CPU, not the GPU"
             f"{f' (one SEAL rotation there: {probes})' if probes else ''}.\n")
+
+
+def _runs(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every run behind a merged report: each dataset's, and those of rows rerun later."""
+    sets = [d for d in report["datasets"] if "run" in d]
+    return [d["run"] for d in sets] + [r for d in sets for r in d.get("row_runs", {}).values()]
 
 
 def _gpu(run: dict[str, Any]) -> str:
@@ -185,8 +189,7 @@ def provenance(report: dict[str, Any]) -> str:
     """One line per dataset saying which run produced it, when the file was merged, and one more
     for each later run that replaced some of its rows (``--rows`` with ``--merge``)."""
     sets = [d for d in report["datasets"] if "run" in d]
-    runs = [d["run"] for d in sets] + [r for d in sets for r in d.get("row_runs", {}).values()]
-    if len({r["commit"] + r["date"] for r in runs}) <= 1:
+    if len({r["commit"] + r["date"] for r in _runs(report)}) <= 1:
         return ""
     lines = ["Datasets come from separate runs (`--merge`):", ""]
     for d in sets:

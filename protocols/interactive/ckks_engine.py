@@ -3,8 +3,8 @@
 Parameters (:data:`PACKED_CKKS_OPTIONS`): N = 8192, coeff_mod_bit_sizes (60, 60, 60)
 (180 bits, within the HE standard's 218 for 128-bit security), Galois keys for the
 left power-of-two rotations (every rotation here is one or a sum of them). The key
-owner (a :class:`PackedCKKSKey`, which also decodes the imaginary parts of slots) encrypts X in the layout of
-:mod:`protocols.interactive.packing` at scale 2^50, with its secret key (2.5x faster
+owner (a :class:`PackedCKKSKey`, which also decodes the imaginary parts of slots)
+encrypts X in the layout of :mod:`protocols.interactive.packing` at scale 2^50, with its secret key (2.5x faster
 than public-key encryption, equally IND-CPA), complex slots, top level, and sends
 them seeded: the uniform ``c1`` of each travels as the seed it was expanded from,
 half the bytes (SEAL's load expands it again). The seed is public, as ``c1`` is, and

@@ -18,17 +18,19 @@ runs the eager loop). On an H100 with a 16-core Xeon (2026-11-26), each run alon
 seeds (benchmarks/results/stfl_cuda_alone_*.md), STFL end to end took 0.4 s graphed
 against 1.1 s eager on cancer and 5.6 s against 41.1 s on payment; on an H200 every
 test of tests/securefl/algorithms/test_graphed.py passed, two threads capturing at once
-(serialised by a lock) included. What it costs: GPU memory (a run's first cell in a
-fresh process peaked at about 490 MiB allocated, eager about 100 MiB; and each graphed
-run left about 390 MiB allocated after it ended, so the per-cell peaks of one process
-grew 487, 877, 1267 MiB and levelled off near 2.2 GiB. A likely cause, not yet
-checked on a GPU: torch keeps a cuBLAS workspace for every (cuBLAS handle, stream)
-pair until the process ends, and each fit here takes three new streams from torch's
-pool of 32 (the warm-up's and one per captured batch size), six a run, which the
-pool's size would bound. The fix to try: warm up and capture on one stream per device,
-reused under ``_ONE_CAPTURE``), and the last digits: capturable Adam rounds differently from the eager loop and
-the difference grows over thousands of steps, so a 100-epoch run's accuracy can differ
-from the eager one's in the third digit (payment seed 0: 79.52% against 79.33%).
+(serialised by a lock) included.
+
+What it costs, first, the last digits: capturable Adam rounds differently from the
+eager loop and the difference grows over thousands of steps, so a 100-epoch run's
+accuracy can differ from the eager one's in the third digit (payment seed 0: 79.52%
+against 79.33%). Second, GPU memory: a run's first cell in a fresh process peaked at
+about 490 MiB allocated (eager: about 100 MiB), and each graphed run left about 390 MiB
+allocated after it ended, so one process's per-cell peaks grew 487, 877, 1267 MiB and
+levelled off near 2.2 GiB. A likely cause, not yet checked on a GPU: torch keeps a
+cuBLAS workspace for every (cuBLAS handle, stream) pair until the process ends, and
+each fit here takes three new streams from torch's pool of 32 (the warm-up's and one
+per captured batch size), six a run, which the pool's size would bound. The fix to
+try: warm up and capture on one stream per device, reused under ``_ONE_CAPTURE``.
 """
 
 from __future__ import annotations
