@@ -114,7 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--render-only", action="store_true",
                    help="rewrite the Markdown from an existing --json file without running anything")
     p.add_argument("--gpu-json", type=Path, default=None,
-                   help="a --device cuda result of this benchmark: Table III shows its seconds and GPU memory beside")
+                   help="a --device cuda result of this benchmark: Table III shows its seconds and GPU memory "
+                        "beside; recorded in --json, so later --merge and --render-only runs keep showing it")
     return p
 
 
@@ -291,12 +292,15 @@ def seal_rotation_ms(count: int = 200) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
-    beside = gpu_report(cfg.gpu_json) if cfg.gpu_json is not None else None  # checked before any run
     if cfg.render_only:
-        render(stfl_merge.name_stfl_rows(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list})),
-               cfg, beside)
+        stored = stfl_merge.name_stfl_rows(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list}))
+        cfg, beside = gpu_beside(cfg, stored)
+        if cfg.gpu_json is not None and stored.get("gpu_json") != str(cfg.gpu_json):
+            write_json(cfg.json_path, {**stored, "gpu_json": str(cfg.gpu_json)})
+        render(stored, cfg, beside)
         return 0
     old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
+    cfg, beside = gpu_beside(cfg, old)  # checked before any run
     datasets = load_datasets(cfg)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
                 if k not in ("json_path", "markdown_path", "data_dir", "merge", "render_only", "gpu_json", "resume")}
@@ -322,11 +326,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     if old is not None:
         report = merge_reports(old, report)
+    if cfg.gpu_json is not None:
+        report["gpu_json"] = str(cfg.gpu_json)
     write_json(cfg.json_path, report)
     log.remove()
     print(f"wrote {cfg.json_path}")
     render(report, cfg, beside)
     return 0
+
+
+def gpu_beside(cfg: Config, stored: dict[str, Any] | None) -> tuple[Config, dict[str, Any] | None]:
+    """The GPU run to show beside Table III: ``--gpu-json``, else the one ``stored`` (the file a
+    ``--merge`` or ``--render-only`` run rewrites) records, so extending a report keeps its columns."""
+    if cfg.gpu_json is None and stored and stored.get("gpu_json"):
+        path = Path(stored["gpu_json"])
+        if not path.is_file():
+            print(f"benchmarks.stfl: the GPU run {path} recorded in {cfg.json_path} is gone; Table III "
+                  "goes without GPU columns (pass --gpu-json to show another)", file=sys.stderr)
+            return cfg, None
+        cfg = replace(cfg, gpu_json=path)
+    return cfg, (gpu_report(cfg.gpu_json) if cfg.gpu_json is not None else None)
 
 
 def gpu_report(path: Path) -> dict[str, Any]:

@@ -150,6 +150,56 @@ def test_a_gpu_run_beside_adds_its_seconds_and_memory_to_table_three(tmp_path, m
     assert "(commit `c`, CUDA graphs, 14 cells at once, so its seconds are upper bounds)" in text
 
 
+def _gpu_file(path):
+    runs = {"stfl": [{**_result(0.95, seconds=3.0), "gpu_peak_mib": 128.0}] * 3}
+    path.write_text(json.dumps(_stored({"datasets": [{"dataset": "breast", "runs": runs,
+                                                      "summary": summarize(runs)}]}, "cuda")))
+    return path
+
+
+def test_the_gpu_file_is_recorded_so_a_later_render_keeps_its_columns(tmp_path, monkeypatch):
+    # Arrange: one render with --gpu-json
+    monkeypatch.delenv("SECUREFL_DATA", raising=False)
+    cpu, gpu = tmp_path / "stfl.json", _gpu_file(tmp_path / "stfl_cuda.json")
+    cpu.write_text(json.dumps(_stored(_report(0.93), "cpu")))
+    stfl.main(["--render-only", "--json", str(cpu), "--gpu-json", str(gpu)])
+    (tmp_path / "stfl.md").unlink()
+    # Act: a render without the flag
+    code = stfl.main(["--render-only", "--json", str(cpu)])
+    # Assert: the file names the GPU run, and the Markdown still has its columns
+    assert code == 0 and json.loads(cpu.read_text())["gpu_json"] == str(gpu)
+    assert "GPU s (n)" in (tmp_path / "stfl.md").read_text()
+
+
+def test_a_merged_run_keeps_the_recorded_gpu_columns(tmp_path, monkeypatch):
+    # Arrange: a stored cheap run that records a GPU file
+    from benchmarks.stfl_runs import run_centralized_row
+
+    monkeypatch.setattr(stfl, "_methods", lambda cfg: [("centralized", False, run_centralized_row)])
+    monkeypatch.setattr(stfl, "load_datasets", lambda cfg: {"breast": _tiny_dataset(80)})
+    monkeypatch.setattr(stfl, "seal_rotation_ms", lambda: 1.0)
+    out, gpu = tmp_path / "stfl.json", _gpu_file(tmp_path / "stfl_cuda.json")
+    argv = ["--datasets", "breast", "--seeds", "1", "--epochs", "2", "--json", str(out)]
+    stfl.main([*argv, "--gpu-json", str(gpu)])
+    # Act: the same rows rerun with --merge, no --gpu-json
+    stfl.main([*argv, "--merge"])
+    # Assert
+    assert json.loads(out.read_text())["gpu_json"] == str(gpu)
+    assert "GPU s (n)" in (tmp_path / "stfl.md").read_text()
+
+
+def test_a_recorded_gpu_file_that_is_gone_leaves_the_columns_out_and_says_so(tmp_path, monkeypatch, capsys):
+    # Arrange: a stored report naming a GPU file that was removed since
+    monkeypatch.delenv("SECUREFL_DATA", raising=False)
+    cpu = tmp_path / "stfl.json"
+    cpu.write_text(json.dumps({**_stored(_report(0.93), "cpu"), "gpu_json": str(tmp_path / "gone.json")}))
+    # Act
+    code = stfl.main(["--render-only", "--json", str(cpu)])
+    # Assert
+    assert code == 0 and "GPU s (n)" not in (tmp_path / "stfl.md").read_text()
+    assert "gone.json recorded in" in capsys.readouterr().err
+
+
 def test_a_cpu_run_is_refused_as_the_gpu_columns(tmp_path):
     cpu = tmp_path / "stfl.json"
     cpu.write_text(json.dumps(_stored(_report(0.93), "cpu")))
