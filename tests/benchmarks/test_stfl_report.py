@@ -75,6 +75,21 @@ def test_speed_verdicts_compare_with_fates_seconds():
     assert "stfl on cancer: 1.0 s (target under 15 s end to end: met)" in speed_lines(_report(0.93))
 
 
+def test_ckks_is_compared_with_paillier_when_one_run_timed_both():
+    # Arrange: both HE-VFL rows from one run; then Paillier from a later run (another host, maybe)
+    report = _report(0.93, ckks_seconds=50.0)
+    d = report["datasets"][0]
+    d["runs"]["he-vfl paillier"] = [_result(0.9, 1750.0, "split-NN accuracy, time extrapolated")] * 2
+    d["summary"] = summarize(d["runs"])
+    same = speed_lines(report)
+    d["row_runs"] = {"he-vfl paillier": {"date": "later"}}
+    # Act
+    apart = speed_lines(report)
+    # Assert
+    assert "he-vfl ckks on cancer: 35.0x faster than he-vfl paillier (1,750.0 s, its time extrapolated) in the same run" in same
+    assert "than he-vfl paillier" not in apart and "than he-vfl paillier" not in speed_lines(_report(0.93))
+
+
 def _file(datasets, date, quick=False):
     return {"date": date, "commit": date, "quick": quick, "device": {}, "settings": {}, "command": date,
             "datasets": [{"dataset": d, "runs": {}, "summary": {}} for d in datasets]}
