@@ -88,7 +88,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
 
 def run_both(cfg: Config) -> dict[str, Any]:
     """The extrapolated cell and the full run of one split, with the SEAL probe before, between and after."""
-    from benchmarks.stfl import seal_rotation_ms
+    from benchmarks.probe import seal_rotation_ms
     from benchmarks.stfl_runs import run_he_vfl_row
     from protocols.errors import SecureFLError
     from securefl.data import load_vertical, stfl_split

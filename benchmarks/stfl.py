@@ -44,6 +44,8 @@ from benchmarks.checkpoint import CellLog, checkpoint_path
 from benchmarks.stfl_merge import STFL_ROWS
 from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata,
                                read_result, run_main, writable, write_json, write_text)
+from benchmarks.probe import seal_rotation_ms
+from benchmarks.stfl_gpu import gpu_beside
 
 DATASETS = ("breast", "default_credit", "give_credit")
 PAPER_NAMES = {"breast": "cancer", "default_credit": "payment", "give_credit": "credit"}
@@ -273,23 +275,6 @@ def previous_report(cfg: Config) -> dict[str, Any]:
     return old
 
 
-def seal_rotation_ms(count: int = 200) -> float:
-    """Milliseconds per SEAL slot rotation with the packed CKKS parameters: a probe of how fast
-    this machine is right now (the same 2-core VM has measured 1.05 to 1.4 ms on one day)."""
-    from tenseal import sealapi
-
-    from protocols.interactive.ckks_engine import PackedCKKSKey
-    from protocols.interactive.ckks_evaluator import PackedEvaluator
-
-    key = PackedCKKSKey.generate_packed()
-    evaluator = PackedEvaluator(key.public_context())
-    ct, out = evaluator.seal.zero(), sealapi.Ciphertext()
-    start = time.perf_counter()
-    for _ in range(count):
-        evaluator.seal.evaluator.rotate_vector(ct, 32, evaluator.seal.galois, out)
-    return (time.perf_counter() - start) / count * 1e3
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     if cfg.render_only:
@@ -333,27 +318,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"wrote {cfg.json_path}")
     render(report, cfg, beside)
     return 0
-
-
-def gpu_beside(cfg: Config, stored: dict[str, Any] | None) -> tuple[Config, dict[str, Any] | None]:
-    """The GPU run to show beside Table III: ``--gpu-json``, else the one ``stored`` (the file a
-    ``--merge`` or ``--render-only`` run rewrites) records, so extending a report keeps its columns."""
-    if cfg.gpu_json is None and stored and stored.get("gpu_json"):
-        path = Path(stored["gpu_json"])
-        if not path.is_file():
-            print(f"benchmarks.stfl: the GPU run {path} recorded in {cfg.json_path} is gone; Table III "
-                  "goes without GPU columns (pass --gpu-json to show another)", file=sys.stderr)
-            return cfg, None
-        cfg = replace(cfg, gpu_json=path)
-    return cfg, (gpu_report(cfg.gpu_json) if cfg.gpu_json is not None else None)
-
-
-def gpu_report(path: Path) -> dict[str, Any]:
-    """The ``--gpu-json`` file: a ``--device cuda`` result of this benchmark; else SystemExit."""
-    gpu = stfl_merge.name_stfl_rows(read_result(path, "--gpu-json", "stfl", {"datasets": list}))
-    if not str((gpu.get("device") or {}).get("device", "")).startswith("cuda"):
-        raise SystemExit(f"--gpu-json: {path} is not a --device cuda run")
-    return gpu
 
 
 def render(report: dict[str, Any], cfg: Config, beside: dict[str, Any] | None = None) -> None:
