@@ -56,13 +56,20 @@ def training_steps(split: VerticalSplit, epochs: int, batch_size: int) -> int:
     return epochs * math.ceil(len(split.train_ids) / batch_size)
 
 
-def run_he_vfl_row(split: VerticalSplit, cfg: Any, seed: int, he: str) -> dict[str, Any]:
-    from baselines.he_vfl import HEVFLConfig, run_he_vfl
+def he_vfl_config(split: VerticalSplit, cfg: Any, seed: int, he: str) -> Any:
+    """The HEVFLConfig of a cell (the split NN that stands for an extrapolated one reads it too)."""
+    from baselines.he_vfl import HEVFLConfig
 
     extra = {"activation_bound": ACTIVATION_BOUND[split.dataset.name]} if split.dataset.name in ACTIVATION_BOUND else {}
     # passive_seed: the passive party's initial weights repeatable, and those of the split NN whose
     # accuracy stands for an extrapolated run (HE-VFL's default draws them from the OS)
-    config = HEVFLConfig(he=he, epochs=cfg.epochs, seed=seed, passive_seed=seed, device=cfg.device, **extra)
+    return HEVFLConfig(he=he, epochs=cfg.epochs, seed=seed, passive_seed=seed, device=cfg.device, **extra)
+
+
+def run_he_vfl_row(split: VerticalSplit, cfg: Any, seed: int, he: str) -> dict[str, Any]:
+    from baselines.he_vfl import run_he_vfl
+
+    config = he_vfl_config(split, cfg, seed, he)
     steps = training_steps(split, cfg.epochs, config.batch_size)
     if steps <= (cfg.ckks_max_steps if he == "ckks" else cfg.paillier_max_steps):
         return {**run_he_vfl(split, config), "mode": "measured"}
