@@ -149,6 +149,19 @@ def metadata(*, settings: dict[str, Any], quick: bool, device: str = "cpu",
     }
 
 
+def config_report(benchmark: str, cfg: Any, argv: Sequence[str] | None,
+                  paths: Collection[str] = ("json_path", "markdown_path", "data_dir")) -> dict[str, Any]:
+    """:func:`metadata` for a dataclass ``cfg`` (every field but ``paths`` as its settings), named
+    ``benchmark``, with the command as typed (``argv`` None: this process's own arguments)."""
+    from dataclasses import asdict
+
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items() if k not in paths}
+    report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
+                      argv=[f"benchmarks.{benchmark}", *(sys.argv[1:] if argv is None else argv)])
+    report["benchmark"] = benchmark
+    return report
+
+
 def run_main(main: Callable[[], int | None], name: str) -> int:
     """``main()``'s exit status, with Ctrl-C ending in one line and status 130.
 

@@ -19,12 +19,11 @@ report records the SEAL rotation probe before and after it, since HE time follow
 from __future__ import annotations
 
 import argparse
-import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchmarks.common import (RESULTS_DIR, device_name, markdown_header, markdown_table, metadata, run_main,
+from benchmarks.common import (RESULTS_DIR, config_report, device_name, markdown_header, markdown_table, run_main,
                                writable, write_json, write_text)
 
 DATASETS = ("breast", "default_credit", "give_credit", "breast_sklearn")
@@ -145,11 +144,7 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path", "data_dir")}
-    report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
-                      argv=["benchmarks.he_projection", *(sys.argv[1:] if argv is None else argv)])
-    report["benchmark"] = "he_projection"
+    report = config_report("he_projection", cfg, argv)
     runs = run_both(cfg)
     report.update(runs, comparison=compare(runs["projected"], runs["measured"]))
     write_json(cfg.json_path, report)

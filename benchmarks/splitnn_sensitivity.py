@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, device_name, markdown_header, markdown_table, metadata,
+from benchmarks.common import (RESULTS_DIR, config_report, device_name, markdown_header, markdown_table,
                                read_result, run_main, writable, write_json, write_text)
 from benchmarks.he_projection import DATASETS, CellSettings
 
@@ -142,11 +141,7 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path", "data_dir")}
-    report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
-                      argv=["benchmarks.splitnn_sensitivity", *(sys.argv[1:] if argv is None else argv)])
-    report["benchmark"] = "splitnn_sensitivity"
+    report = config_report("splitnn_sensitivity", cfg, argv)
     report.update(run(cfg))
     if cfg.projection is not None:
         report["protocol_accuracy"] = projection_accuracy(cfg)
