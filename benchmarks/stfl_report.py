@@ -248,7 +248,9 @@ def to_markdown(report: dict[str, Any], header: str, beside: dict[str, Any] | No
         " scaled to the whole set; bytes: for runs whose JSON gives `bytes_projection`, PSI and key setup"
         " once, training-only messages x steps and per-batch messages x training and test batches; for"
         " older runs all bytes x steps / timed steps, which over-counts the one-off PSI and key setup)."
-        " Unmarked cells ran fully through the protocol.",
+        " Unmarked cells ran fully through the protocol. `python -m benchmarks.he_projection` checks one"
+        " such cell against its full run through the protocol, and `python -m benchmarks.splitnn_sensitivity`"
+        " how far float-level noise alone moves the split NN's accuracy over a long run.",
         "",
         "## Table III: training wall time and bytes",
         "",
