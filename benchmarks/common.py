@@ -150,12 +150,14 @@ def metadata(*, settings: dict[str, Any], quick: bool, device: str = "cpu",
 
 
 def config_report(benchmark: str, cfg: Any, argv: Sequence[str] | None,
-                  paths: Collection[str] = ("json_path", "markdown_path", "data_dir")) -> dict[str, Any]:
-    """:func:`metadata` for a dataclass ``cfg`` (every field but ``paths`` as its settings), named
-    ``benchmark``, with the command as typed (``argv`` None: this process's own arguments)."""
+                  paths: Collection[str] = ("json_path", "markdown_path", "data_dir"),
+                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`metadata` for a dataclass ``cfg`` (every field but ``paths``, plus ``extra``, as its
+    settings), named ``benchmark``, with the command as typed (``argv`` None: this process's own)."""
     from dataclasses import asdict
 
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items() if k not in paths}
+    settings.update(extra or {})
     report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
                       argv=[f"benchmarks.{benchmark}", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = benchmark

@@ -71,12 +71,9 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--json", type=Path, default=RESULTS_DIR / "he_projection.json")
     p.add_argument("--markdown", type=Path, default=None, help="default: the --json path with .md")
     a = p.parse_args(argv)
-    for name in ("seed", "epochs", "timed_steps"):
-        value = getattr(a, name)
-        if value < (0 if name == "seed" else 1):
-            p.error(f"--{name.replace('_', '-')} must be {'>= 0' if name == 'seed' else '>= 1'}, got {value}")
-    if a.timed_steps < 2:
-        p.error(f"--timed-steps must be >= 2 (the first step is counted once), got {a.timed_steps}")
+    if a.seed < 0 or a.epochs < 1 or a.timed_steps < 2:  # the first timed step is counted once
+        p.error(f"--seed must be >= 0, --epochs >= 1 and --timed-steps >= 2, got {a.seed}, {a.epochs}, "
+                f"{a.timed_steps}")
     device_name(p, a.device)
     markdown = a.markdown or a.json.with_suffix(".md")
     writable(p, json=a.json, markdown=markdown)

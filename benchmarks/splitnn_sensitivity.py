@@ -27,7 +27,7 @@ import numpy as np
 
 from benchmarks.common import (RESULTS_DIR, config_report, device_name, markdown_header, markdown_table,
                                read_result, run_main, writable, write_json, write_text)
-from benchmarks.he_projection import DATASETS, CellSettings
+from benchmarks.he_projection import DATASETS
 
 QUICK = {"dataset": "breast_sklearn", "epochs": 2, "draws": 2}
 
@@ -108,9 +108,7 @@ def run(cfg: Config) -> dict[str, Any]:
         split = stfl_split(load_vertical(cfg.dataset, data_dir=cfg.data_dir), seed=cfg.seed)
     except SecureFLError as err:
         raise SystemExit(f"python -m benchmarks.splitnn_sensitivity: {err}") from None
-    cell = CellSettings(epochs=cfg.epochs, device=cfg.device, he_timed_steps=2, ckks_max_steps=0,
-                        paillier_max_steps=0)
-    config = he_vfl_config(split, cell, cfg.seed, "ckks")
+    config = he_vfl_config(split, cfg, cfg.seed, "ckks")  # reads epochs and device; the backend plays no part
     base = train_splitnn(split, config)["metrics"]
     draws = []
     for draw in range(cfg.draws):

@@ -35,14 +35,14 @@ import argparse
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from benchmarks import stfl_merge
 from benchmarks.checkpoint import CellLog, checkpoint_path
 from benchmarks.stfl_merge import STFL_ROWS
-from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata,
+from benchmarks.common import (RESULTS_DIR, config_report, dataset_names, device_name, markdown_header,
                                read_result, run_main, writable, write_json, write_text)
 from benchmarks.probe import seal_rotation_ms
 from benchmarks.stfl_gpu import gpu_beside
@@ -287,12 +287,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
     cfg, beside = gpu_beside(cfg, old)  # checked before any run
     datasets = load_datasets(cfg)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path", "data_dir", "merge", "render_only", "gpu_json", "resume")}
-    settings["latent"] = dict(stfl_merge.STFL_ROWS)  # what each STFL row's passive parties send
-    report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
-                      argv=["benchmarks.stfl", *(sys.argv[1:] if argv is None else argv)])
-    report["benchmark"] = "stfl"
+    report = config_report("stfl", cfg, argv, paths=("json_path", "markdown_path", "data_dir", "merge",
+                                                     "render_only", "gpu_json", "resume"),
+                           extra={"latent": dict(stfl_merge.STFL_ROWS)})  # what each STFL row's passive parties send
+    settings = report["settings"]
     report["seal_rotation_ms"] = round(seal_rotation_ms(), 3)
     run_meta = {k: report[k] for k in ("date", "commit", "quick", "device", "settings", "command",
                                        "seal_rotation_ms")}
