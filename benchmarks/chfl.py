@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
-from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata,
+from benchmarks.common import (RESULTS_DIR, config_report, dataset_names, device_name, markdown_header,
                                read_result, run_main, writable, write_json, write_text)
 from benchmarks.pool import map_jobs
 from protocols.errors import InputError
@@ -49,6 +48,12 @@ PAPER_TABLE2 = {
 PAPER_TABLE3 = {2: (0.6420, 0.7649, 0.7475, 0.7748), 5: (0.6218, 0.6407, 0.6744, 0.6843),
                 10: (0.6014, 0.5628, 0.6290, 0.6291)}
 TOLERANCE = 0.02
+FIXED_SETTINGS: dict[str, Any] = {  # the paper's settings that no flag changes, recorded in every result
+    "n_clients_table2": 5, "common_ratio": 0.3, "local_epochs": 5, "batch_size": 64, "hidden": [512, 256, 128],
+    "optimizer": "Adam (state kept on each client across rounds)", "test_rows": "divided evenly over clients",
+    "scaling": "each client standardises on its own training rows; 0/1 indicator columns kept",
+    "selection": "per client on its validation rows: learning rate, round (and mu for CHFL mu>0)",
+    "aggregation": "Bonawitz secure aggregation, unweighted mean"}
 
 
 @dataclass(frozen=True)
@@ -275,17 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cfg.render_only:
         render(read_result(cfg.json_path, "--render-only", "chfl", {"runs": list, "summary": dict}), cfg)
         return 0
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path", "data_dir", "merge", "max_runs")}
-    settings.update(n_clients_table2=5, common_ratio=0.3, local_epochs=5, batch_size=64,
-                    hidden=[512, 256, 128], optimizer="Adam (state kept on each client across rounds)",
-                    test_rows="divided evenly over clients", scaling="each client standardises on its own"
-                    " training rows; 0/1 indicator columns kept", selection="per client on its validation rows:"
-                    " learning rate, round (and mu for CHFL mu>0)",
-                    aggregation="Bonawitz secure aggregation, unweighted mean")
-    report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
-                      argv=["benchmarks.chfl", *(sys.argv[1:] if argv is None else argv)])
-    report["benchmark"] = "chfl"
+    report = config_report("chfl", cfg, argv, paths=("json_path", "markdown_path", "data_dir", "merge", "max_runs"),
+                           extra=FIXED_SETTINGS)
+    settings = report["settings"]
     try:
         names, missing = available(cfg)
     except InputError as err:

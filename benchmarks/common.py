@@ -153,12 +153,13 @@ def config_report(benchmark: str, cfg: Any, argv: Sequence[str] | None,
                   paths: Collection[str] = ("json_path", "markdown_path", "data_dir"),
                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`metadata` for a dataclass ``cfg`` (every field but ``paths``, plus ``extra``, as its
-    settings), named ``benchmark``, with the command as typed (``argv`` None: this process's own)."""
+    settings), named ``benchmark``, with the command as typed (``argv`` None: this process's own).
+    ``cfg.device`` names the device; a config without one (a CPU-only benchmark) is on the CPU."""
     from dataclasses import asdict
 
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items() if k not in paths}
     settings.update(extra or {})
-    report = metadata(settings=settings, quick=cfg.quick, device=cfg.device,
+    report = metadata(settings=settings, quick=cfg.quick, device=getattr(cfg, "device", "cpu"),
                       argv=[f"benchmarks.{benchmark}", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = benchmark
     return report

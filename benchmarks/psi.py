@@ -20,15 +20,14 @@ import argparse
 import gc
 import importlib.util
 import os
-import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (markdown_header, markdown_table, metadata, run_main, writable, write_json,
+from benchmarks.common import (config_report, markdown_header, markdown_table, run_main, writable, write_json,
                                write_text)
 from protocols.psi import intersect
 
@@ -194,13 +193,9 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-                if k not in ("json_path", "markdown_path")}
-    settings["workers"] = cfg.workers or os.cpu_count()
-    settings["pool"] = "one process pool shared by both parties"
-    report = metadata(settings=settings, quick=cfg.quick,
-                      argv=["benchmarks.psi", *(sys.argv[1:] if argv is None else argv)])
-    report["benchmark"] = "psi"
+    report = config_report("psi", cfg, argv, paths=("json_path", "markdown_path"),
+                           extra={"workers": cfg.workers or os.cpu_count(),
+                                  "pool": "one process pool shared by both parties"})
     cores = cfg.workers or os.cpu_count() or 1
     per_op = x25519_seconds_per_op(2000 if cfg.quick else 20000)
     report["x25519"] = {"us_per_op": per_op * 1e6, "cores": cores}

@@ -131,6 +131,10 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     writable(p, json=a.json, markdown=a.markdown)
     if min(a.seeds, a.epochs, a.workers) < 1:
         p.error("--seeds, --epochs and --workers must be at least 1")
+    if min(a.ckks_max_steps, a.paillier_max_steps) < 0:
+        p.error("--ckks-max-steps and --paillier-max-steps must be at least 0")
+    if a.he_timed_steps < 2:  # the first timed step is counted once, the others' mean for every later step
+        p.error(f"--he-timed-steps must be at least 2, got {a.he_timed_steps}")
     unknown = [b for b in a.he.split(",") if b not in ("paillier", "ckks")]
     if unknown:
         p.error(f"--he: unknown backend {unknown[0]!r}; choose from paillier, ckks (comma-separated)")

@@ -4,12 +4,14 @@
 import argparse
 import json
 import subprocess
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 
 from benchmarks import chfl, gl, stfl
-from benchmarks.common import dataset_names, device_name, git_commit, read_result, write_json
+from benchmarks.common import config_report, dataset_names, device_name, git_commit, read_result, write_json
 
 KNOWN = ("breast", "default_credit", "give_credit")
 
@@ -198,3 +200,36 @@ def test_a_named_commit_that_git_does_not_confirm_is_kept_beside_what_git_says(m
     assert named == f"abc123 (named by SECUREFL_COMMIT; the checkout's git says {found})"
     monkeypatch.setenv("SECUREFL_COMMIT", found)
     assert git_commit() == found
+
+
+@dataclass(frozen=True)
+class _CpuOnlyConfig:
+    quick: bool
+    sizes: tuple[int, ...]
+    json_path: Path
+
+
+def test_config_report_records_settings_without_paths_and_a_cpu_for_a_config_without_device():
+    # Arrange: a benchmark whose config names no device (PSI runs on the CPU only)
+    cfg = _CpuOnlyConfig(quick=True, sizes=(10, 20), json_path=Path("out.json"))
+    # Act
+    report = config_report("psi", cfg, ["--quick"], paths=("json_path",), extra={"pool": "shared"})
+    # Assert
+    assert report["settings"] == {"quick": True, "sizes": (10, 20), "pool": "shared"}
+    assert report["device"]["device"] == "cpu" and report["benchmark"] == "psi"
+    assert report["command"] == "python -m benchmarks.psi --quick"
+
+
+def test_config_report_takes_the_device_a_config_names(monkeypatch):
+    # Arrange
+    @dataclass(frozen=True)
+    class WithDevice:
+        quick: bool
+        device: str
+
+    seen = []
+    monkeypatch.setattr("benchmarks.common.device_info", lambda name: seen.append(name) or {"type": name})
+    # Act
+    report = config_report("stfl", WithDevice(quick=False, device="cuda"), [])
+    # Assert
+    assert seen == ["cuda"] and report["device"] == {"type": "cuda"}

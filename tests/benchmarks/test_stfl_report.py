@@ -343,6 +343,25 @@ def test_workers_below_one_is_a_usage_error(capsys):
     assert stop.value.code == 2 and "--workers must be at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--he-timed-steps", "1"], "--he-timed-steps must be at least 2, got 1"),
+    (["--ckks-max-steps", "-1"], "--ckks-max-steps and --paillier-max-steps must be at least 0"),
+    (["--paillier-max-steps", "-5"], "--ckks-max-steps and --paillier-max-steps must be at least 0"),
+])
+def test_step_counts_out_of_range_are_usage_errors(capsys, flags, message):
+    # Act: one timed step would leave no step to project the later ones from
+    with pytest.raises(SystemExit) as stop:
+        stfl.parse_args([*flags, "--json", "unused.json"])
+    # Assert
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_two_timed_steps_are_accepted():
+    cfg = stfl.parse_args(["--he-timed-steps", "2", "--json", "unused.json"])
+
+    assert cfg.he_timed_steps == 2
+
+
 def test_rows_keeps_the_named_rows_in_table_one_order():
     cfg = stfl.parse_args(["--he", "ckks", "--rows", "stfl,he-vfl ckks", "--json", "unused.json"])
 
