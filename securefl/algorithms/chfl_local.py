@@ -73,15 +73,18 @@ class ClientModels:
         n_c, n_u = data.train.common.shape[1], data.train.unique.shape[1]
         # every client draws theta_c^0 from the same stream: the server's common initial model
         self.common = Column(n_c, config.hidden, n_classes, generator=plan.torch("chfl/common/init")).to(device)
-        init = plan.torch(f"chfl/heads/{data.name}/init")
+        def init(model: str) -> torch.Generator:  # one stream per model: none depends on what else runs
+            return plan.torch(f"chfl/heads/{data.name}/{model}/init")
+
         self.mus = (0.0, *config.mus)
         self.heads: dict[str, torch.nn.Module] = {}
         if "chfl" in config.heads:
-            self.heads["chfl"] = UniqueColumns(n_u, config.hidden, n_classes, mus=self.mus, generator=init)
+            self.heads["chfl"] = UniqueColumns(n_u, config.hidden, n_classes, mus=self.mus,
+                                               generators=[init(f"chfl_mu={m:g}") for m in self.mus])
         if "local" in config.heads:
-            self.heads["local"] = Column(n_c + n_u, config.hidden, n_classes, generator=init)
+            self.heads["local"] = Column(n_c + n_u, config.hidden, n_classes, generator=init("local"))
         if "simple" in config.heads:
-            self.heads["simple"] = Column(n_u + n_classes, config.hidden, n_classes, generator=init)
+            self.heads["simple"] = Column(n_u + n_classes, config.hidden, n_classes, generator=init("simple"))
         for head in self.heads.values():
             head.to(device)
         self.opt_common = torch.optim.Adam(self.common.parameters(), lr=config.lr, foreach=True)

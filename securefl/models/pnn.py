@@ -67,11 +67,10 @@ class Column(nn.Module):
         return self.activations(x)[-1]
 
 
-def _stacked_(shape: tuple[int, ...], fan_in: int, generator: torch.Generator | None) -> nn.Parameter:
-    """A parameter drawn like torch's default Linear init, U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+def _uniform(shape: tuple[int, ...], fan_in: int, generator: torch.Generator | None) -> torch.Tensor:
+    """Values drawn like torch's default Linear init, U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     bound = 1.0 / math.sqrt(fan_in)
-    values = torch.empty(shape).uniform_(-bound, bound, generator=generator)
-    return nn.Parameter(values)
+    return torch.empty(shape).uniform_(-bound, bound, generator=generator)
 
 
 class UniqueColumns(nn.Module):
@@ -84,20 +83,34 @@ class UniqueColumns(nn.Module):
     """
 
     def __init__(self, n_unique: int, hidden: Sequence[int], n_classes: int, *, mus: Sequence[float],
-                 generator: torch.Generator | None = None) -> None:
+                 generator: torch.Generator | None = None,
+                 generators: Sequence[torch.Generator] | None = None) -> None:
+        """``generator`` draws every column's initial weights in turn; ``generators`` (one per
+        mu) draws each column from its own, so a column starts the same whatever other mus
+        stand beside it."""
         super().__init__()
         sizes = _check_sizes(n_unique, hidden, n_classes)
         mus = tuple(float(m) for m in mus)
         if not mus or any(not (0.0 <= m <= 1.0) for m in mus):
             raise InputError(f"mus must be a non-empty list of values in [0, 1], got {list(mus)}")
+        if generators is not None and (generator is not None or len(generators) != len(mus)):
+            raise InputError(f"give generator or one generator per mu ({len(mus)}), not both")
         self.mus = mus
         g = len(mus)
         self.register_buffer("mu", torch.tensor(mus, dtype=torch.float32).reshape(g, 1, 1))
-        self.weights = nn.ParameterList(_stacked_((g, a, b), a, generator) for a, b in zip(sizes[:-1], sizes[1:]))
-        self.biases = nn.ParameterList(_stacked_((g, 1, b), a, generator) for a, b in zip(sizes[:-1], sizes[1:]))
         # U(i+1) maps the common column's layer i (width sizes[i]) to layer i+1, i + 1 = 2..L
-        self.laterals = nn.ParameterList(_stacked_((g, a, b), a, generator)
-                                         for a, b in zip(sizes[1:-1], sizes[2:]))
+        shapes = {"weights": [((a, b), a) for a, b in zip(sizes[:-1], sizes[1:])],
+                  "biases": [((1, b), a) for a, b in zip(sizes[:-1], sizes[1:])],
+                  "laterals": [((a, b), a) for a, b in zip(sizes[1:-1], sizes[2:])]}
+        if generators is None:
+            drawn = {k: [_uniform((g, *shape), fan_in, generator) for shape, fan_in in v] for k, v in shapes.items()}
+        else:
+            columns = [{k: [_uniform(shape, fan_in, gen) for shape, fan_in in v] for k, v in shapes.items()}
+                       for gen in generators]
+            drawn = {k: [torch.stack(parts) for parts in zip(*(c[k] for c in columns))] for k in shapes}
+        self.weights = nn.ParameterList(nn.Parameter(t) for t in drawn["weights"])
+        self.biases = nn.ParameterList(nn.Parameter(t) for t in drawn["biases"])
+        self.laterals = nn.ParameterList(nn.Parameter(t) for t in drawn["laterals"])
 
     def forward(self, x_u: torch.Tensor, common: Sequence[torch.Tensor]) -> torch.Tensor:
         z = x_u.unsqueeze(0).expand(len(self.mus), *x_u.shape)

@@ -37,6 +37,35 @@ def _client_arrays(result, stage):
             for v in m.fields.values() if isinstance(v, np.ndarray) and m.tag.name == stage}
 
 
+def test_a_model_starts_the_same_whatever_else_the_client_trains():
+    # Arrange: the same client with a coarse and a fine mu grid, with and without Local / simple
+    client = _partition().clients[0]
+    coarse = ClientModels(client, 3, _config(heads=("chfl", "local", "simple"), mus=(0.5, 1.0)), torch.device("cpu"))
+    fine = ClientModels(client, 3, _config(heads=("chfl", "local"), mus=(0.1, 0.5, 1.0)), torch.device("cpu"))
+    # Act: the initial unique columns of mu = 0, 0.5 and 1 in both, and the Local network
+    def column(models, mu):
+        at = models.mus.index(mu)
+        return [p[at] for p in models.heads["chfl"].parameters()]
+    # Assert
+    for mu in (0.0, 0.5, 1.0):
+        for mine, theirs in zip(column(coarse, mu), column(fine, mu)):
+            torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
+    for mine, theirs in zip(coarse.heads["local"].parameters(), fine.heads["local"].parameters()):
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
+    assert not torch.equal(column(coarse, 0.5)[0], column(coarse, 1.0)[0])  # each mu has its own start
+
+
+def test_local_and_mu0_results_do_not_depend_on_the_mu_grid():
+    # Arrange
+    partition = _partition()
+    # Act
+    coarse, fine = (run_chfl(partition, _config(heads=("chfl", "local"), mus=mus), secure_agg=False)["methods"]
+                    for mus in ((1.0,), (0.25, 0.5, 1.0)))
+    # Assert
+    for method in ("common", "local", "chfl_mu0"):
+        assert coarse[method]["accuracy"] == fine[method]["accuracy"], method
+
+
 def test_every_client_starts_from_the_same_common_column_and_all_methods_are_scored():
     # Arrange
     partition = _partition()

@@ -63,6 +63,29 @@ def test_stacked_columns_equal_columns_built_one_by_one():
     torch.testing.assert_close(stacked(x_u, common)[1], single(x_u, common)[0])
 
 
+def test_per_mu_generators_draw_each_column_from_its_own_stream():
+    # Arrange: mu = 0.7's column, beside one other mu and beside two
+    def gens(*seeds):
+        return [torch.Generator().manual_seed(s) for s in seeds]
+    pair = UniqueColumns(3, (4, 5), 2, mus=(0.0, 0.7), generators=gens(1, 2))
+    triple = UniqueColumns(3, (4, 5), 2, mus=(0.3, 0.7, 1.0), generators=gens(9, 2, 8))
+    # Act / Assert: the same stream gives the same column, a different one another
+    for group in ("weights", "biases", "laterals"):
+        for mine, theirs in zip(getattr(pair, group), getattr(triple, group)):
+            torch.testing.assert_close(mine[1], theirs[1], rtol=0, atol=0)
+            assert not torch.equal(mine[0], theirs[0])
+    assert [tuple(w.shape) for w in pair.weights] == [(2, 3, 4), (2, 4, 5), (2, 5, 2)]
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"generator": torch.Generator(), "generators": [torch.Generator(), torch.Generator()]},
+    {"generators": [torch.Generator()]},
+])
+def test_generators_must_be_one_per_mu_and_alone(kwargs):
+    with pytest.raises(InputError, match="one generator per mu"):
+        UniqueColumns(3, (4,), 2, mus=(0.0, 0.5), **kwargs)
+
+
 def test_common_column_gets_no_gradient_from_the_unique_loss():
     # Arrange
     net = CHFLNet(2, 2, 3, hidden=(4, 4), mus=(1.0,), generator=torch.Generator().manual_seed(0))
