@@ -73,6 +73,7 @@ class ClientModels:
         n_c, n_u = data.train.common.shape[1], data.train.unique.shape[1]
         # every client draws theta_c^0 from the same stream: the server's common initial model
         self.common = Column(n_c, config.hidden, n_classes, generator=plan.torch("chfl/common/init")).to(device)
+
         def init(model: str) -> torch.Generator:  # one stream per model: none depends on what else runs
             return plan.torch(f"chfl/heads/{data.name}/{model}/init")
 

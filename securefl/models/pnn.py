@@ -94,7 +94,8 @@ class UniqueColumns(nn.Module):
         if not mus or any(not (0.0 <= m <= 1.0) for m in mus):
             raise InputError(f"mus must be a non-empty list of values in [0, 1], got {list(mus)}")
         if generators is not None and (generator is not None or len(generators) != len(mus)):
-            raise InputError(f"give generator or one generator per mu ({len(mus)}), not both")
+            raise InputError(f"pass generator or generators (one generator per mu, {len(mus)} here), not both;"
+                             f" got {0 if generators is None else len(generators)} generators")
         self.mus = mus
         g = len(mus)
         self.register_buffer("mu", torch.tensor(mus, dtype=torch.float32).reshape(g, 1, 1))
@@ -102,12 +103,9 @@ class UniqueColumns(nn.Module):
         shapes = {"weights": [((a, b), a) for a, b in zip(sizes[:-1], sizes[1:])],
                   "biases": [((1, b), a) for a, b in zip(sizes[:-1], sizes[1:])],
                   "laterals": [((a, b), a) for a, b in zip(sizes[1:-1], sizes[2:])]}
-        if generators is None:
-            drawn = {k: [_uniform((g, *shape), fan_in, generator) for shape, fan_in in v] for k, v in shapes.items()}
-        else:
-            columns = [{k: [_uniform(shape, fan_in, gen) for shape, fan_in in v] for k, v in shapes.items()}
-                       for gen in generators]
-            drawn = {k: [torch.stack(parts) for parts in zip(*(c[k] for c in columns))] for k in shapes}
+        columns = [{k: [_uniform(shape, fan_in, gen) for shape, fan_in in v] for k, v in shapes.items()}
+                   for gen in (generators if generators is not None else [generator] * g)]
+        drawn = {k: [torch.stack(parts) for parts in zip(*(c[k] for c in columns))] for k in shapes}
         self.weights = nn.ParameterList(nn.Parameter(t) for t in drawn["weights"])
         self.biases = nn.ParameterList(nn.Parameter(t) for t in drawn["biases"])
         self.laterals = nn.ParameterList(nn.Parameter(t) for t in drawn["laterals"])
