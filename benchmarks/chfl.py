@@ -107,7 +107,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                    help="feature splits (1 run each) per point of Table III and Fig. 4")
     p.add_argument("--clients", default="2,5,10", help="Table III client counts (covertype)")
     p.add_argument("--ratios", default="0.1,0.2,0.3,0.4,0.5", help="Fig. 4 common-feature ratios (covertype)")
-    p.add_argument("--mus", default="0.5,1.0", help="the mu > 0 grid each client chooses from")
+    p.add_argument("--mus", default="0.1,0.25,0.5,1.0", help="the mu > 0 grid each client chooses from")
     p.add_argument("--lrs", default="0.0003,0.001,0.003",
                    help="Adam learning rates; each client picks its own on its validation rows (one run per lr)")
     p.add_argument("--timing-rounds", type=int, default=3, help="rounds of the secure-vs-plain timing runs")

@@ -15,6 +15,10 @@ the heads then see its updated, detached activations. The common column is never
 influenced by a head, so adding heads changes nothing it computes. Optimiser
 state (Adam moments) stays on the client across rounds; only the common
 column's parameters are replaced by the average after each round.
+
+Both optimisers are torch's fused Adam: with four stacked mu columns the step was
+about 30% of a CPU run in its foreach form, three times slower than fused (whose
+updates differ from the per-tensor loop's in the last bits; same seed, same numbers).
 """
 
 from __future__ import annotations
@@ -88,9 +92,9 @@ class ClientModels:
             self.heads["simple"] = Column(n_u + n_classes, config.hidden, n_classes, generator=init("simple"))
         for head in self.heads.values():
             head.to(device)
-        self.opt_common = torch.optim.Adam(self.common.parameters(), lr=config.lr, foreach=True)
+        self.opt_common = torch.optim.Adam(self.common.parameters(), lr=config.lr, fused=True)
         head_params = [p for h in self.heads.values() for p in h.parameters()]
-        self.opt_heads = torch.optim.Adam(head_params, lr=config.lr, foreach=True) if head_params else None
+        self.opt_heads = torch.optim.Adam(head_params, lr=config.lr, fused=True) if head_params else None
         self.batches = device_generator(plan, f"chfl/batches/{data.name}", device)
         self.history: dict[str, dict[str, list]] = {v: {"val": [], "test": []} for v in self.variants()}
 

@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "validation rows prefer (one run per rate; replaces --lr)")
     g.add_argument("--mus", metavar="LIST", default=None,
                    help="CHFL: comma-separated mu > 0 values in (0, 1]; each client keeps the one its own "
-                        "validation rows prefer (default: CHFLConfig's 0.5,1)")
+                        "validation rows prefer (default: CHFLConfig's 0.1,0.25,0.5,1)")
     g.add_argument("--rounds", type=int, default=None,
                    help="communication rounds (CHFL: T, default 20; GL: epochs, as --epochs)")
     g.add_argument("--batches", type=int, default=None, help="GL: batches per local epoch (paper default)")

@@ -66,6 +66,16 @@ def test_local_and_mu0_results_do_not_depend_on_the_mu_grid():
         assert coarse[method]["accuracy"] == fine[method]["accuracy"], method
 
 
+def test_the_same_seed_gives_the_same_numbers():
+    # Arrange: fused Adam (ClientModels) must still be deterministic
+    partition = _partition()
+    config = _config(heads=("chfl", "local", "simple"))
+    # Act
+    first, second = (run_chfl(partition, config, secure_agg=False)["methods"] for _ in range(2))
+    # Assert
+    assert {m: v["clients"] for m, v in first.items()} == {m: v["clients"] for m, v in second.items()}
+
+
 def test_every_client_starts_from_the_same_common_column_and_all_methods_are_scored():
     # Arrange
     partition = _partition()
