@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.chfl_merge import stored_runs
-from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, metadata, read_result, run_main,
+from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, named_report, read_result, run_main,
                                writable, write_json, write_text)
 from protocols.errors import InputError
 
@@ -236,9 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "clients": list(cfg.clients), "common_ratio": RATIO, "sample_seed": 0, "gbm": cfg.gbm,
                 "extra_trees": cfg.trees, "compare": _shown(cfg.compare),
                 "scored": "each client's own test rows, mean over clients (as benchmarks.chfl)"}
-    report = metadata(settings=settings, quick=cfg.quick,
-                      argv=["benchmarks.chfl_reference", *(sys.argv[1:] if argv is None else argv)])
-    report["benchmark"] = "chfl_reference"
+    report = named_report("chfl_reference", settings=settings, quick=cfg.quick, argv=argv)
     try:
         data = {name: load_chfl_dataset(name, data_dir=cfg.data_dir) for name in cfg.datasets}
     except InputError as err:

@@ -159,7 +159,15 @@ def config_report(benchmark: str, cfg: Any, argv: Sequence[str] | None,
 
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items() if k not in paths}
     settings.update(extra or {})
-    report = metadata(settings=settings, quick=cfg.quick, device=getattr(cfg, "device", "cpu"),
+    return named_report(benchmark, settings=settings, quick=cfg.quick, argv=argv,
+                        device=getattr(cfg, "device", "cpu"))
+
+
+def named_report(benchmark: str, *, settings: dict[str, Any], quick: bool, argv: Sequence[str] | None,
+                 device: str = "cpu") -> dict[str, Any]:
+    """:func:`metadata` named ``benchmark``, with the command as typed (``argv`` None: this
+    process's own), for a benchmark whose settings are not one dataclass."""
+    report = metadata(settings=settings, quick=quick, device=device,
                       argv=[f"benchmarks.{benchmark}", *(sys.argv[1:] if argv is None else argv)])
     report["benchmark"] = benchmark
     return report

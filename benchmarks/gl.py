@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -36,7 +35,7 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import dataset_names, device_name, metadata, run_main, writable, write_json, write_text
+from benchmarks.common import dataset_names, device_name, metadata, named_report, run_main, writable, write_json, write_text
 from benchmarks.gl_merge import (METHODS, StoredRuns, check_previous, complete_seeds, load_result, preflight,
                                 reused_runs,
                                  upgrade)
@@ -273,9 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     PAPER_SEEDS[name][:seed_count(name, args)]) for name in names}
     reuse = StoredRuns.read(args.reuse) if args.reuse is not None else None
     preflight(plans, previous, json_path=args.json, reuse=reuse, restart=args.restart)
-    meta = metadata(settings={"datasets": names, "workers": args.workers}, quick=args.quick, device=args.device,
-                    argv=["benchmarks.gl", *(sys.argv[1:] if argv is None else argv)])
-    meta["benchmark"] = "gl"
+    meta = named_report("gl", settings={"datasets": names, "workers": args.workers}, quick=args.quick,
+                        argv=argv, device=args.device)
     run_meta = {k: meta[k] for k in ("date", "commit", "device", "command")}
     results = {}
     for name in PAPER_SEEDS:

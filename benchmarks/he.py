@@ -27,7 +27,7 @@ import numpy as np
 import phe
 import tenseal as ts
 
-from benchmarks.common import (markdown_header, markdown_table, metadata, run_main, writable, write_json,
+from benchmarks.common import (markdown_header, markdown_table, named_report, run_main, writable, write_json,
                                write_text)
 from protocols.errors import InputError
 from protocols.he import EncryptedArray, SecretContext, make_he
@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     config = parse_args(argv)
     body = run(config)
-    meta = metadata(settings=config.settings(), quick=config.quick, argv=["benchmarks.he", *argv])
+    meta = named_report("he", settings=config.settings(), quick=config.quick, argv=argv)
     write_json(config.json_path, {**meta, **body})
     write_text(config.markdown_path, to_markdown(meta, body, config))
     print(to_markdown(meta, body, config))

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, metadata, run_main,
+from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, named_report, run_main,
                                writable, write_json, write_text)
 
 from benchmarks.stfl import DATASETS, PAPER_NAMES
@@ -137,9 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from securefl.data import load_vertical
 
     config, json_path, md_path, data_dir = parse_args(argv)
-    meta = metadata(settings=asdict(config), quick=config.quick,
-                    argv=["benchmarks.latent_leakage", *(sys.argv[1:] if argv is None else argv)])
-    meta["benchmark"] = "latent_leakage"
+    meta = named_report("latent_leakage", settings=asdict(config), quick=config.quick, argv=argv)
     try:  # every dataset before the first run: a missing file is one line, not a half-done run
         datasets = {name: load_vertical(name, data_dir=data_dir) for name in config.datasets}
     except InputError as exc:

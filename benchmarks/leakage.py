@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, metadata, read_result,
+from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, named_report, read_result,
                                run_main, writable, write_json, write_text)
 from benchmarks.key_owner import key_owner_section, key_owner_views
 
@@ -266,9 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config, json_path, md_path, data_dir, render_only = parse_args(argv)
     if render_only:
         return render(json_path, md_path)
-    meta = metadata(settings=asdict(config), quick=config.quick,
-                    argv=["benchmarks.leakage", *(sys.argv[1:] if argv is None else argv)])
-    meta["benchmark"] = "leakage"
+    meta = named_report("leakage", settings=asdict(config), quick=config.quick, argv=argv)
     try:  # every dataset before the first run: a missing file is one line, not a half-done run
         datasets = {name: load_vertical(name, data_dir=data_dir) for name in config.datasets}
         if not config.quick:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, markdown_header, markdown_table, metadata, run_main, writable,
+from benchmarks.common import (RESULTS_DIR, markdown_header, markdown_table, named_report, run_main, writable,
                                write_json, write_text)
 from protocols.channels import SecAggConfig, secagg_client, secagg_server
 from protocols.channels.crypto import new_seed
@@ -189,8 +188,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[BenchSettings, Path |
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, json_path, md_path = parse_args(argv)
-    meta = metadata(settings=asdict(settings), quick=settings.quick,
-                    argv=["benchmarks.secagg", *(sys.argv[1:] if argv is None else argv)])
+    meta = named_report("secagg", settings=asdict(settings), quick=settings.quick, argv=argv)
     out = run(settings)
     if json_path is not None:
         write_json(json_path, {**meta, **out})

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, metadata, read_result,
+from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, named_report, read_result,
                                run_main, writable, write_json, write_text)
 from benchmarks.tdcd_report import markdown, plot_curves
 
@@ -198,10 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     config, json_path, md_path, data_dir, render_only = parse_args(argv)
     if render_only:
         return render(json_path, md_path)
-    meta = metadata(settings={**asdict(config), "figures_spec": {f: asdict(FIGURES[f]) for f in config.figures}},
-                    quick=config.quick, device=config.device,
-                    argv=["benchmarks.tdcd", *(sys.argv[1:] if argv is None else argv)])
-    meta["benchmark"] = "tdcd"
+    meta = named_report("tdcd", settings={**asdict(config), "figures_spec": {f: asdict(FIGURES[f]) for f in config.figures}},
+                        quick=config.quick, argv=argv, device=config.device)
     try:
         tables = load_tables(config, data_dir)
     except InputError as exc:
