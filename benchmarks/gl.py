@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import dataset_names, device_name, metadata, named_report, run_main, writable, write_json, write_text
+from benchmarks.common import (dataset_names, device_name, metadata, named_report, run_main, writable, write_json,
+                               write_text)
 from benchmarks.gl_merge import (METHODS, StoredRuns, check_previous, complete_seeds, load_result, preflight,
                                 reused_runs,
                                  upgrade)

@@ -198,8 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     config, json_path, md_path, data_dir, render_only = parse_args(argv)
     if render_only:
         return render(json_path, md_path)
-    meta = named_report("tdcd", settings={**asdict(config), "figures_spec": {f: asdict(FIGURES[f]) for f in config.figures}},
-                        quick=config.quick, argv=argv, device=config.device)
+    settings = {**asdict(config), "figures_spec": {f: asdict(FIGURES[f]) for f in config.figures}}
+    meta = named_report("tdcd", settings=settings, quick=config.quick, argv=argv, device=config.device)
     try:
         tables = load_tables(config, data_dir)
     except InputError as exc:
