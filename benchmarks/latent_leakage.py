@@ -6,9 +6,10 @@
 Per dataset and seed, on the STFL benchmark's split, STFL runs as it does there (VAE
 pretraining for 100 epochs; ``--quick``: the bundled breast set, 5 epochs) once per
 way a passive party can send its rows: one posterior draw per row (the default) and
-posterior means (``--latent mean``); the draws are seeded with the run's seed. The active party's observe hook hands over each
-passive party's latents as its channel delivered them, with their row IDs; its own
-classifier trains for one epoch only, since it does not change what was received.
+posterior means (``--latent mean``); the draws are seeded with the run's seed. The active
+party's observe hook hands over each passive party's latents as its channel delivered them,
+with their row IDs; its own classifier trains for one epoch only, since it does not change
+what was received.
 
 The attack (:func:`securefl.runtime.leakage.feature_reconstruction`): an active party
 that also knows the features of a random share of the common rows fits a linear map

@@ -126,7 +126,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     rows = [("unperturbed", f"{100 * report['unperturbed']['accuracy']:.2f}")]
     rows += [(f"draw {i}", f"{100 * d['accuracy']:.2f}") for i, d in enumerate(report["draws"])]
     if "protocol_accuracy" in report:
-        rows.append(("HE-VFL through the protocol (benchmarks.he_projection)", f"{100 * report['protocol_accuracy']:.2f}"))
+        rows.append(("HE-VFL through the protocol (benchmarks.he_projection)",
+                     f"{100 * report['protocol_accuracy']:.2f}"))
     shift = 100 * summary["max_abs_shift"]
     return (f"{markdown_header('Split NN: final accuracy under float-level noise', report)}\n"
             f"{s['dataset']}, seed {s['seed']}, {s['epochs']} epochs: the split NN of `benchmarks.stfl`'s HE-VFL "

@@ -86,7 +86,8 @@ def test_ckks_is_compared_with_paillier_when_one_run_timed_both():
     # Act
     apart = speed_lines(report)
     # Assert
-    assert "he-vfl ckks on cancer: 35.0x faster than he-vfl paillier (1,750.0 s, its time extrapolated) in the same run" in same
+    assert ("he-vfl ckks on cancer: 35.0x faster than he-vfl paillier (1,750.0 s, its time extrapolated) "
+            "in the same run") in same
     assert "than he-vfl paillier" not in apart and "than he-vfl paillier" not in speed_lines(_report(0.93))
 
 
