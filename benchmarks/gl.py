@@ -38,8 +38,7 @@ from baselines.gl_baselines import run_gl_method
 from benchmarks.common import (dataset_names, device_name, metadata, named_report, run_main, writable, write_json,
                                write_text)
 from benchmarks.gl_merge import (METHODS, StoredRuns, check_previous, complete_seeds, load_result, preflight,
-                                reused_runs,
-                                 upgrade)
+                                reused_runs, upgrade)
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
                                   render, table2)
 from benchmarks.pool import map_jobs
