@@ -122,7 +122,7 @@ def test_a_file_from_before_the_lr_grid_extends_a_plan_with_its_single_lr(tmp_pa
     cfg = parse_args(["--quick", "--lrs", "0.001"])
     jobs = plan(cfg, ["digits"])
     run = _fake_run_job(jobs[0], cfg)
-    run["job"].pop("lr")  # jobs had no lr field then (benchmarks/results/chfl.json)
+    run["job"].pop("lr")  # jobs written before the lr grid had no lr field
     old = {"benchmark": "chfl", "runs": [run],
            "settings": {"rounds": 4, "mus": [0.5, 1.0], "lr": 0.001, "timing_rounds": 2, "device": "cpu",
                         "quick": True}}
