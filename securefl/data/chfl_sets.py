@@ -105,6 +105,9 @@ def read_arff(path: Path, *, target: str = "class", name: str | None = None) -> 
             if not line or line.startswith("%"):
                 continue
             if in_data:
+                if line.startswith("{"):
+                    raise InputError(f"{path}: sparse ARFF rows ({{index value, ...}}) are not supported;"
+                                     " convert the file to dense ARFF")
                 rows.append([v.strip().strip("'\"") for v in line.split(",")])
             elif line.lower().startswith("@attribute"):
                 attributes.append(line.split(None, 2)[1].strip("'\""))
@@ -114,7 +117,7 @@ def read_arff(path: Path, *, target: str = "class", name: str | None = None) -> 
         raise InputError(f"{path}: target column {target!r} not among its ARFF attributes")
     table = np.array(rows, dtype=object)
     if table.ndim != 2 or table.shape[1] != len(attributes):
-        raise InputError(f"{path}: data rows do not have {len(attributes)} values each (sparse ARFF?)")
+        raise InputError(f"{path}: data rows do not have {len(attributes)} values each")
     t = attributes.index(target)
     names = [a for i, a in enumerate(attributes) if i != t]
     try:
