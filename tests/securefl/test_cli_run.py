@@ -40,6 +40,20 @@ def test_run_on_party_csvs_writes_the_agreed_result_fields(tmp_path, capsys, met
     assert f"{method} on " in capsys.readouterr().out
 
 
+def test_without_no_progress_each_phase_draws_an_epoch_bar_on_stderr(tmp_path, capsys):
+    # Arrange
+    bank, shop = _party_csvs(tmp_path)
+
+    # Act
+    code = main(["run", "stfl", "--party-csv", str(bank), str(shop), "--epochs", "3"])
+
+    # Assert: a tqdm bar of 3 epochs on stderr (cleared when done), the result line alone on stdout
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "stfl:" in captured.err and "/3 [" in captured.err and "epoch/s" in captured.err
+    assert captured.out.startswith("stfl on ") and len(captured.out.strip().splitlines()) == 1
+
+
 def test_stfl_reports_bytes_sent_between_parties(tmp_path):
     bank, shop = _party_csvs(tmp_path)
     out = tmp_path / "stfl.json"
@@ -54,6 +68,11 @@ def test_stfl_reports_bytes_sent_between_parties(tmp_path):
     (["--dataset", "no_such_set"], "unknown dataset 'no_such_set'"),
     (["--all-data"], "--all-data applies to the vertical methods but stfl, whose passive parties pretrain"),
     (["--epochs", "0"], "--epochs must be at least 1"),
+    (["--batch-size", "0"], "--batch-size must be at least 1, got 0"),
+    (["--vae-epochs", "0"], "--vae-epochs must be at least 1, got 0"),
+    (["--lr", "0"], "--lr must be positive, got 0.0"),
+    (["--lr", "nan"], "--lr must be positive, got nan"),
+    (["--seed", "-1"], "--seed must be non-negative, got -1"),
     (["--device", "cuda:7"], "--device"),
     (["--cuda-graphs"], "--cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
     (["--no-cuda-graphs"], "--no-cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
