@@ -27,6 +27,26 @@ from securefl.results import check_output, write_json_atomically
 
 VERTICAL_METHODS = ("stfl", "he-vfl", "hierarchical", "centralized")
 EXAMPLE = "securefl run stfl --dataset breast --seed 0 --json stfl.json"
+DESCRIPTION = """\
+Train one method on one dataset; print its accuracy, time and bytes (--json FILE
+writes them all).
+
+  vertical (the STFL paper):  stfl, he-vfl, hierarchical, centralized
+      data: --dataset NAME, or --party-csv FILE ... with --id-column and --label
+      (the file holding the label is the active party); rows split per seed into
+      40% self-taught, 40% train, 20% test
+  horizontal, CHFL family:    chfl, common, simple, local
+      data: --dataset NAME, or --csv FILE --label COL with --features SPEC or a
+      random split (--clients, --common-ratio), or natural clients
+      (--client-column COL --features 'common=a,b')
+  horizontal, GL family:      gl, fedavg, local, centralized
+      data: --dataset NAME, or --csv FILE --label COL --client-column COL
+  silos of clients (TDCD):    tdcd
+      data: --dataset NAME, or --csv FILE --id-column COL --label COL; --silos
+      blocks of columns, --clients clients per silo
+
+Options apply only where they are named; one that does not fit the method is a
+one-line error. With --role each party runs on its own machine (see below)."""
 HORIZONTAL_EXAMPLES = ("  CHFL: securefl run chfl --dataset covertype --rounds 20 --no-secure-agg\n"
                        "  GL:   securefl run gl --dataset gl_heart --seed 3 --json gl.json\n"
                        "  own data: securefl run gl --csv sites.csv --label y --client-column site\n"
@@ -36,7 +56,7 @@ HORIZONTAL_EXAMPLES = ("  CHFL: securefl run chfl --dataset covertype --rounds 2
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("run", help="train one method on one dataset",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                              description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
                               epilog=f"example: {EXAMPLE}\n  own data: securefl run stfl --party-csv bank.csv"
                                      f" shop.csv --id-column id --label y\n{HORIZONTAL_EXAMPLES}\n"
                                      f"  TDCD: {run_tdcd.EXAMPLE}\n"
