@@ -33,6 +33,7 @@ from protocols.errors import InputError
 from protocols.he import BACKENDS as HE_BACKENDS
 from protocols.psi import psi_two_party
 from protocols.transport import run_parties
+from securefl.commands import plain_text
 from securefl.commands.demo_he import encrypted_matmul_round_trip
 from securefl.results import check_output, write_json_atomically
 
@@ -50,7 +51,7 @@ class DemoData:
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("demo", help="PSI, secure aggregation and an encrypted matmul on bundled data",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=plain_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--he", choices=sorted(HE_BACKENDS), default="ckks", help="encryption for the matmul round trip")
     p.add_argument("--epochs", type=int, default=10,
                    help="epochs for the STFL vs HE-VFL step (paper: 100; 0 skips the step)")

@@ -17,13 +17,14 @@ from typing import Any, Mapping, Sequence
 
 from protocols.channels import crypto
 from protocols.errors import InputError
+from securefl.commands import plain_text
 
 KEY_HEX = 2 * crypto.KEY_BYTES
 
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("keygen", help="make an identity key for authenticated network links",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=plain_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", type=Path, help="where the private key goes (FILE.pub gets the public key)")
     p.set_defaults(handler=run)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from protocols.errors import InputError
 from protocols.psi import check_ids, intersect, psi_two_party
-from securefl.commands import keygen
+from securefl.commands import keygen, plain_text
 from securefl.data import read_party_csv, write_csv_atomically
 from securefl.results import check_output, write_json_atomically
 from securefl.runtime import validation as check
@@ -26,7 +26,7 @@ EXAMPLE = "securefl psi left.csv right.csv --id-column id --out aligned/"
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "psi", help="align two parties' rows by private set intersection (ECDH over X25519)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=plain_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"example: {EXAMPLE}\n  network: securefl psi left.csv --role server --peer 0.0.0.0:29500"
                " --id-column id --out aligned/\n           securefl psi right.csv --role client"
                " --peer SERVER_HOST:29500 --id-column id --out aligned/")

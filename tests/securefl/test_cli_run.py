@@ -219,3 +219,15 @@ def test_help_names_every_method_in_plain_text(capsys):
                    "fedavg", "tdcd"):
         assert f" {method}" in text.split("Options apply")[0]
     assert ":mod:" not in text and "``" not in text
+
+
+@pytest.mark.parametrize("command", ["demo", "keygen", "psi", "run"])
+def test_no_sub_command_help_shows_restructuredtext(capsys, command):
+    # Act
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+
+    # Assert
+    text = capsys.readouterr().out
+    assert text.startswith("usage: securefl ")
+    assert not any(mark in text for mark in ("``", ":mod:", ":func:", ":class:"))
