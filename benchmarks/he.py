@@ -31,6 +31,7 @@ from benchmarks.common import (markdown_header, markdown_table, named_report, ru
                                write_text)
 from protocols.errors import InputError
 from protocols.he import EncryptedArray, SecretContext, make_he
+from securefl.commands import plain_text
 from securefl.runtime import validation as check
 
 OPS = ("encrypt", "decrypt", "add", "multiply", "matmul")
@@ -67,7 +68,7 @@ class Config:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Config:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.he", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.he", description=plain_text(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="batch 32, d_in 8, d_out 16; labelled quick")
     parser.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")

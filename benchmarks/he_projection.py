@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 from benchmarks.common import (RESULTS_DIR, config_report, device_name, markdown_header, markdown_table, run_main,
                                writable, write_json, write_text)
+from securefl.commands import plain_text
 
 DATASETS = ("breast", "default_credit", "give_credit", "breast_sklearn")
 QUICK = {"dataset": "breast_sklearn", "epochs": 1, "timed_steps": 2}
@@ -58,7 +59,8 @@ class CellSettings:
 
 
 def parse_args(argv: Sequence[str] | None) -> Config:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.he_projection", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.he_projection",
+                                description=plain_text(__doc__.split("\n\n")[0]))
     p.add_argument("--quick", action="store_true",
                    help=f"bundled data, {QUICK['epochs']} epoch, {QUICK['timed_steps']} timed steps (labelled quick)")
     p.add_argument("--dataset", choices=DATASETS, default="default_credit")

@@ -30,6 +30,7 @@ import numpy as np
 from benchmarks.common import (config_report, markdown_header, markdown_table, run_main, writable, write_json,
                                write_text)
 from protocols.psi import intersect
+from securefl.commands import plain_text
 
 DEFAULT_SIZES = (100_000, 1_000_000)
 QUICK_SIZES = (10_000,)
@@ -61,7 +62,7 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Config:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.psi", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.psi", description=plain_text(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=_sizes,
                         help="IDs per party, comma-separated (default 100000,1000000)")
