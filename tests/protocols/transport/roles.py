@@ -95,3 +95,10 @@ def ring_on_a_fake_gpu(transport, *, peak_mib: float):
     torch.cuda.device_count = lambda: 1
     torch.cuda.max_memory_allocated = lambda device=None: peak_mib * 2**20
     return ring(transport, length=4)
+
+
+def report_progress(progress, steps: int) -> None:
+    """A party process's progress calls, as an algorithm makes them: (done, total) and a phase."""
+    for done in range(1, steps + 1):
+        progress(done, steps)
+    progress(steps, steps, "vae")
