@@ -45,8 +45,9 @@ writes them all).
       data: --dataset NAME, or --csv FILE --id-column COL --label COL; --silos
       blocks of columns, --clients clients per silo
 
-Options apply only where they are named; one that does not fit the method is a
-one-line error. With --role each party runs on its own machine (see below)."""
+Each option applies only where its help says; one set away from its default for a
+method that does not use it is a one-line error. With --role each party runs on its
+own machine (see below)."""
 HORIZONTAL_EXAMPLES = ("  CHFL: securefl run chfl --dataset covertype --rounds 20 --no-secure-agg\n"
                        "  GL:   securefl run gl --dataset gl_heart --seed 3 --json gl.json\n"
                        "  own data: securefl run gl --csv sites.csv --label y --client-column site\n"

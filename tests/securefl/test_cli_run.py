@@ -217,7 +217,7 @@ def test_help_names_every_method_in_plain_text(capsys):
     assert done.value.code == 0
     for method in ("stfl", "he-vfl", "hierarchical", "centralized", "chfl", "common", "simple", "local", "gl",
                    "fedavg", "tdcd"):
-        assert f" {method}" in text.split("Options apply")[0]
+        assert f" {method}" in text.split("Each option applies")[0]
     assert ":mod:" not in text and "``" not in text
 
 
