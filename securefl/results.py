@@ -29,8 +29,11 @@ def check_output(path: str | os.PathLike, option: str, *, folder: bool = False) 
         parent = parent.parent
     if not parent.is_dir():
         raise InputError(f"{option} {path}: {parent} is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {path}: no permission to write in {parent}")
+    try:  # a real attempt: permission bits say yes to root, and e.g. /proc refuses anyway
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot write in {parent} ({exc.strerror or exc})") from None
 
 
 def strict_json(value: Any) -> Any:
@@ -52,12 +55,18 @@ def write_json_atomically(path: str | os.PathLike, obj: dict[str, Any]) -> Path:
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: --json names a folder, expected a file")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
-                                     prefix=f".{path.name}.") as fh:
-        json.dump(strict_json(obj), fh, indent=2, allow_nan=False)
-        fh.write("\n")
-        tmp = fh.name
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    text = json.dumps(strict_json(obj), indent=2, allow_nan=False) + "\n"
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
+                                         prefix=f".{path.name}.") as fh:
+            tmp = fh.name
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:  # name the user's file, not the temporary one, and leave neither behind
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise InputError(f"{path}: cannot write the result: {exc.strerror or exc}") from None
     return path

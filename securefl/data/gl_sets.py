@@ -17,6 +17,8 @@ most 50 distinct training values), standardisation of the others, label encoding
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -158,11 +160,28 @@ def _encode_features(train: pd.DataFrame, test: pd.DataFrame) -> tuple[np.ndarra
         out_train[:, pos] = enc.fit_transform(train[ordinal].astype(str))
         out_test[:, pos] = enc.transform(test[ordinal].astype(str))
     if numeric:
-        scaler = StandardScaler()
+        scaler = _fit_scaler(StandardScaler(), train[numeric].to_numpy(np.float64))
         pos = [train.columns.get_loc(c) for c in numeric]
-        out_train[:, pos] = np.nan_to_num(scaler.fit_transform(train[numeric]))
-        out_test[:, pos] = np.nan_to_num(scaler.transform(test[numeric]))
+        out_train[:, pos] = np.nan_to_num(scaler.transform(train[numeric].to_numpy(np.float64)))
+        out_test[:, pos] = np.nan_to_num(scaler.transform(test[numeric].to_numpy(np.float64)))
     return out_train, out_test
+
+
+def _fit_scaler(scaler, values: np.ndarray):
+    """``scaler`` fitted on ``values`` (NaN = missing), columns whose squares pass float64's
+    range (|x| ~ 1e154 and up) fitted rescaled, so such a column is standardised, not zeroed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the overflow the columns below redo
+        scaler.fit(values)
+    present = ~np.isnan(values).all(axis=0)
+    huge = present & ~(np.isfinite(scaler.mean_) & np.isfinite(scaler.var_) & np.isfinite(scaler.scale_))
+    if huge.any():
+        peak = np.nanmax(np.abs(values[:, huge]), axis=0)
+        scaled = values[:, huge] / peak
+        std = np.nanstd(scaled, axis=0) * peak
+        scaler.mean_[huge] = np.nanmean(scaled, axis=0) * peak
+        scaler.scale_[huge] = np.where(std > 0, std, 1.0)
+    return scaler
 
 
 def encode_clients(tables: Sequence[ClientTable]) -> tuple[ClientData, ...]:

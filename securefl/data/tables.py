@@ -13,9 +13,12 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
+import numpy as np
 import pandas as pd
 
 from protocols.errors import InputError
+
+OTHER_DELIMITERS = (";", "\t", "|")
 
 
 def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
@@ -32,7 +35,8 @@ def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
         raise InputError(f"{path}: cannot read CSV: {first}") from None
     if id_column not in frame.columns:
         shown = ", ".join(map(str, frame.columns[:10])) + (", ..." if len(frame.columns) > 10 else "")
-        raise InputError(f"{path}: no column {id_column!r} (columns: {shown})")
+        raise InputError(f"{path}: no column {id_column!r} (columns: {shown}){delimiter_hint(frame)}")
+    check_header(path)
     return frame
 
 
@@ -41,6 +45,8 @@ def read_labelled_csv(path: str | os.PathLike, *, label: str,
     """A user's ``--csv`` file (values typed by pandas) with its ``--label`` column, and ``also``
     (an option and the column it names, e.g. ``("--client-column", "site")``), checked."""
     path = Path(path)
+    if also and also[1] == label:
+        raise InputError(f"{also[0]} and --label both name column {label!r}; they must name different columns")
     if not path.is_file():
         raise InputError(f"--csv file {path} not found")
     try:
@@ -53,8 +59,33 @@ def read_labelled_csv(path: str | os.PathLike, *, label: str,
     for option, column in (("--label", label), *([also] if also else [])):
         if column not in frame.columns:
             known = ", ".join(map(str, frame.columns))
-            raise InputError(f"{option}: column {column!r} not in {path} (columns: {known})")
+            raise InputError(f"{option}: column {column!r} not in {path} (columns: {known}){delimiter_hint(frame)}")
+    check_header(path)
+    for column in frame.columns:
+        values = frame[column]
+        if pd.api.types.is_float_dtype(values) and np.isinf(values.to_numpy(np.float64)).any():
+            raise InputError(f"{path}: column {column!r} holds infinite values")
     return path, frame
+
+
+def check_header(path: Path) -> None:
+    """Refuse a header that names a column twice (pandas would quietly rename the second ``x.1``)."""
+    raw = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False, na_filter=False)
+    names = raw.iloc[0].tolist() if len(raw) else []
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{path}: column name {name!r} appears {names.count(name)} times in the header;"
+                             " give each column its own name")
+        seen.add(name)
+
+
+def delimiter_hint(frame: pd.DataFrame) -> str:
+    """A hint when the whole header landed in one column: the file is not comma-separated."""
+    if len(frame.columns) != 1:
+        return ""
+    found = [d for d in OTHER_DELIMITERS if d in str(frame.columns[0])]
+    return f"; the file looks {found[0]!r}-separated, and securefl reads comma-separated CSV" if found else ""
 
 
 def write_csv_atomically(out_dir: str | os.PathLike, frames: Mapping[str, pd.DataFrame]) -> list[Path]:

@@ -27,8 +27,16 @@ class Standardizer:
         x = np.asarray(x, dtype=np.float64)
         if x.ndim != 2 or x.shape[0] == 0:
             raise InputError(f"a scaler needs a non-empty 2-D array, got shape {list(x.shape)}")
-        std = x.std(axis=0)
-        return cls(mean=x.mean(axis=0), scale=np.where(std > 1e-12, std, 1.0))
+        with np.errstate(over="ignore", invalid="ignore"):
+            mean, std = x.mean(axis=0), x.std(axis=0)
+        huge = ~(np.isfinite(mean) & np.isfinite(std))
+        if huge.any():  # squares past float64's range (|x| ~ 1e154 and up): fit those columns rescaled
+            mean, std = mean.copy(), std.copy()
+            peak = np.abs(x[:, huge]).max(axis=0)
+            if not np.isfinite(peak).all():
+                raise InputError("a scaler needs finite values; a column holds NaN or infinity")
+            mean[huge], std[huge] = (x[:, huge] / peak).mean(axis=0) * peak, (x[:, huge] / peak).std(axis=0) * peak
+        return cls(mean=mean, scale=np.where(std > 1e-12, std, 1.0))
 
     def transform(self, x: np.ndarray) -> np.ndarray:
         """``x`` standardised, as float32 (the dtype every model here trains in)."""

@@ -80,3 +80,28 @@ def test_result_files_are_strict_json_with_null_for_nan_and_inf(tmp_path):
     loaded = json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
     assert loaded["metrics"] == {"auroc": None, "clients": [{"auprc": None}, {"auprc": 0.5}]}
     assert loaded["seconds"] == 1.25 and loaded["bytes"] == 3
+
+
+def test_a_folder_that_refuses_files_is_found_before_running(tmp_path, monkeypatch):
+    # Arrange: creating any file in the folder fails, as in /proc or on a read-only mount
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Read-only file system")
+    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    # Act / Assert
+    with pytest.raises(InputError, match=r"--json .*r\.json: cannot write in .* \(Read-only file system\)"):
+        check_output(tmp_path / "r.json", "--json")
+
+
+def test_a_failed_write_names_the_result_file_and_leaves_nothing(tmp_path, monkeypatch):
+    # Arrange: the final rename fails
+    import os
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", refuse)
+    # Act / Assert
+    with pytest.raises(InputError, match=r"r\.json: cannot write the result: No space left on device"):
+        write_json_atomically(tmp_path / "r.json", {"a": 1})
+    assert list(tmp_path.iterdir()) == []

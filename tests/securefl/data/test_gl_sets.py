@@ -48,6 +48,19 @@ def test_encoders_are_fitted_on_the_clients_training_rows_only():
     assert data.classes == ("a", "b") and data.y_test.tolist() == [1] and data.dropped_test_rows == 1
 
 
+def test_a_numeric_column_too_large_to_square_is_standardised_not_zeroed():
+    # Arrange: the same client twice, once with a column scaled past float64's squares
+    train = pd.DataFrame({"num": [0.0, 2.0, 4.0, np.nan], "code": [1, 2, 1, 2], "label": ["a", "b", "a", "b"]})
+    test = pd.DataFrame({"num": [2.0, 10.0], "code": [2, 1], "label": ["b", "a"]})
+    scaled = [frame.assign(num=frame["num"] * 1e300) for frame in (train, test)]
+    # Act
+    plain, huge = encode_client(ClientTable("k", "label", train, test)), encode_client(ClientTable("k", "label", *scaled))
+    # Assert: standardising is scale-free, so both encode alike (NaN stays 0, a missing value)
+    np.testing.assert_allclose(huge.x_train, plain.x_train, rtol=1e-6)
+    np.testing.assert_allclose(huge.x_test, plain.x_test, rtol=1e-6)
+    assert np.abs(huge.x_test[:, 0]).max() > 1
+
+
 def test_csv_loader_makes_one_client_per_value(tmp_path):
     # Arrange
     path = tmp_path / "mine.csv"

@@ -113,6 +113,21 @@ def test_hierarchical_mlp_routes_column_blocks_through_their_encoders():
         HierarchicalMLP(3, [], multiplier=5)
 
 
+def test_standardizer_fits_columns_whose_squares_overflow_like_their_rescaled_copy():
+    x = np.random.default_rng(0).normal(size=(50, 2))
+    huge = x * np.array([1e300, 1.0])
+
+    with np.errstate(all="raise"):  # no overflow reaches the caller
+        out = Standardizer.fit(huge).transform(huge)
+
+    np.testing.assert_allclose(out, Standardizer.fit(x).transform(x), rtol=1e-5, atol=1e-6)
+
+
+def test_standardizer_refuses_non_finite_columns():
+    with pytest.raises(InputError, match="finite"):
+        Standardizer.fit(np.array([[1.0], [np.inf]]))
+
+
 def test_standardizer_uses_only_the_rows_it_was_fitted_on():
     fit_rows = np.array([[1.0, 5.0], [3.0, 5.0]])
     scaler = Standardizer.fit(fit_rows)

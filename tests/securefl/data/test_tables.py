@@ -1,0 +1,71 @@
+"""The two CSV readers every user file goes through: header and value checks."""
+
+from pathlib import Path
+
+import pytest
+
+from protocols.errors import InputError
+from securefl.data.tables import read_labelled_csv, read_party_csv
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("read", [lambda p: read_party_csv(p, "id"), lambda p: read_labelled_csv(p, label="y")])
+def test_a_column_named_twice_is_refused_by_name(tmp_path, read):
+    path = write(tmp_path, "twice.csv", "id,x,x,y\na,1,2,0\nb,3,4,1\n")
+
+    with pytest.raises(InputError, match=r"twice\.csv: column name 'x' appears 2 times in the header"):
+        read(path)
+
+
+def test_a_real_column_named_like_pandas_renaming_is_accepted(tmp_path):
+    path = write(tmp_path, "dotted.csv", "id,x,x.1,y\na,1,2,0\n")
+
+    frame = read_party_csv(path, "id")
+
+    assert list(frame.columns) == ["id", "x", "x.1", "y"]
+
+
+@pytest.mark.parametrize("sep,shown", [(";", "';'"), ("\t", "'\\\\t'"), ("|", "'\\|'")])
+def test_a_file_with_another_delimiter_says_so(tmp_path, sep, shown):
+    path = write(tmp_path, "semi.csv", sep.join(["id", "x", "y"]) + "\n" + sep.join(["a", "1", "0"]) + "\n")
+
+    with pytest.raises(InputError, match=rf"semi\.csv.*looks {shown}-separated, and securefl reads comma-separated"):
+        read_party_csv(path, "id")
+    with pytest.raises(InputError, match=rf"--label: column 'y' not in .*looks {shown}-separated"):
+        read_labelled_csv(path, label="y")
+
+
+def test_a_missing_column_in_a_comma_file_gives_no_delimiter_hint(tmp_path):
+    path = write(tmp_path, "plain.csv", "id,x\na,1\n")
+
+    with pytest.raises(InputError) as caught:
+        read_labelled_csv(path, label="y")
+
+    assert "separated" not in str(caught.value)
+
+
+def test_an_infinite_value_in_a_user_table_is_refused_by_column(tmp_path):
+    path = write(tmp_path, "inf.csv", "site,age,y\na,1.5,0\nb,-inf,1\n")
+
+    with pytest.raises(InputError, match=r"inf\.csv: column 'age' holds infinite values"):
+        read_labelled_csv(path, label="y")
+
+
+def test_missing_values_are_left_to_the_method(tmp_path):
+    path = write(tmp_path, "gaps.csv", "site,age,y\na,,0\nb,2,1\n")
+
+    _, frame = read_labelled_csv(path, label="y", also=("--client-column", "site"))
+
+    assert frame["age"].isna().sum() == 1
+
+
+def test_the_label_and_the_client_column_must_differ(tmp_path):
+    path = write(tmp_path, "sites.csv", "site,age,y\na,1,0\nb,2,1\n")
+
+    with pytest.raises(InputError, match="--client-column and --label both name column 'site'"):
+        read_labelled_csv(path, label="site", also=("--client-column", "site"))
