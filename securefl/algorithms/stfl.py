@@ -206,7 +206,8 @@ def stfl_active(transport: Transport, *, passive: Sequence[str], table: PartyTab
     start = time.perf_counter()
     psi = psi_active(transport, passive=names, ids=table.ids)
     if psi.size == 0:
-        raise InputError(f"active party {transport.name!r} has no IDs in common with passive parties {names}")
+        raise InputError(f"active party {transport.name!r} has no training or test IDs in common with passive"
+                         f" parties {names} (its self-taught rows are left out of the PSI)")
     psi_done = time.perf_counter()
     channels = {n: SecureChannel.establish(transport, n, initiator=False) for n in names}
     latents = [recv_latents(channels[n], rows=psi.size, timeout=config.timeout) for n in names]

@@ -223,6 +223,19 @@ def test_no_common_ids_at_all_is_a_clear_error():
                  STFLConfig(epochs=1, vae_epochs=1))
 
 
+def test_a_passive_party_holding_only_self_taught_ids_is_told_apart_from_no_overlap():
+    data = synthetic(n=100)
+    self_taught = stfl_split(data, seed=0).self_taught_ids
+    p = data.passive[0]
+    keep = [i for i, v in enumerate(p.ids) if v in self_taught]
+    only_self_taught = PartyTable(name=p.name, ids=tuple(p.ids[i] for i in keep), features=p.features[keep],
+                                  feature_names=p.feature_names)
+    dataset = VerticalDataset(name="d", active=data.active, passive=(only_self_taught,))
+
+    with pytest.raises(InputError, match="no training or test IDs in common .* self-taught rows"):
+        run_stfl(stfl_split(dataset, seed=0), STFLConfig(epochs=1, vae_epochs=1))
+
+
 def test_no_self_taught_rows_is_a_clear_error():
     split = stfl_split(synthetic(n=100), seed=0, all_data=True)
 
