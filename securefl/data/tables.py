@@ -1,8 +1,9 @@
 """Reading one party's CSV and writing aligned rows, with one-line errors.
 
 Party files are read with every column as text, so IDs are compared as the exact
-strings in the file and rows are written back byte-for-byte as read (no float
-reformatting, no "NA" turned into a missing value).
+strings in the file and every cell is written back as the exact text read (no float
+reformatting, no "NA" turned into a missing value); quoting is redone only where CSV
+needs it, and lines end in LF.
 """
 
 from __future__ import annotations
