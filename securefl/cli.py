@@ -16,16 +16,18 @@ from protocols.lifecycle import exit_status
 
 EXIT_USAGE = 2
 EXIT_PROTOCOL = 3
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 
 
 def build_parser() -> argparse.ArgumentParser:
     from securefl import __version__
-    from securefl.commands import demo, keygen, psi, run
+    from securefl.commands import datasets, demo, keygen, psi, run
 
     parser = argparse.ArgumentParser(
         prog="securefl", description="Secure federated learning across organisations.")
     parser.add_argument("--version", action="version", version=f"securefl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    datasets.add_parser(sub)
     demo.add_parser(sub)
     keygen.add_parser(sub)
     psi.add_parser(sub)
@@ -63,6 +65,9 @@ def _run(argv: Sequence[str] | None) -> int:
     except SecureFLError as exc:
         print(f"securefl {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return EXIT_BROKEN_PIPE
     except OSError as exc:
         print(f"securefl {args.command}: error: {exc.filename or ''}: {exc.strerror or exc}",
               file=sys.stderr)

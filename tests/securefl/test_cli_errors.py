@@ -67,3 +67,20 @@ def test_a_bug_is_not_dressed_up_as_a_user_error(monkeypatch):
     # Act / Assert
     with pytest.raises(ZeroDivisionError):
         cli.main(["boom"])
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly():
+    # Arrange: the pipe's reading end is closed before the command writes a line (as `| head` does)
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "securefl.cli", "datasets", "--details"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+
+    # Act
+    _, err = proc.communicate(timeout=120)
+
+    # Assert: the shell's status for a process a pipe ended, and no traceback or error line
+    assert proc.returncode == cli.EXIT_BROKEN_PIPE
+    assert err == b""

@@ -220,7 +220,7 @@ def test_help_names_every_method_in_its_description(capsys):
         assert f" {method}" in text.split("Each option applies")[0]
 
 
-@pytest.mark.parametrize("command", ["demo", "keygen", "psi", "run"])
+@pytest.mark.parametrize("command", ["datasets", "demo", "keygen", "psi", "run"])
 def test_no_sub_command_help_shows_restructuredtext(capsys, command):
     # Act
     with pytest.raises(SystemExit):

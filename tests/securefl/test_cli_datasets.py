@@ -1,0 +1,93 @@
+"""``securefl datasets``: the registry, with each file's state under a data folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+import securefl.commands.datasets as command
+from securefl.cli import main
+from securefl.data.entries import DataFile, DatasetEntry
+from securefl.data.registry import DATA_ENV, REGISTRY, list_datasets
+
+GOOD = b"id,x\n1,2\n"
+
+
+def _toy_registry(monkeypatch, *files: str) -> None:
+    """Replace the registry with one 'toy' GL entry whose files have GOOD's checksum, and a bundled one."""
+    digest = hashlib.sha256(GOOD).hexdigest()
+    toy = DatasetEntry(name="toy", paper="GL", paper_name="Toy", description="a toy set",
+                       files=tuple(DataFile(f, digest) for f in files), source="tests", licence="none",
+                       parties="two clients", n_rows=1, loader=lambda paths: None, kind="gl")
+    bundled = DatasetEntry(name="packed", paper="STFL", paper_name="Packed", description="in the package",
+                           files=(), source="tests", licence="none", parties="two", n_rows=3,
+                           loader=lambda paths: None)
+    monkeypatch.setattr(command, "REGISTRY", {"toy": toy, "packed": bundled})
+
+
+def test_without_a_data_folder_it_lists_every_registered_dataset_and_its_methods(monkeypatch, capsys):
+    # Arrange
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    # Act
+    code = main(["datasets"])
+    # Assert
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0 and out[0].startswith("no data folder")
+    assert sorted(line.split()[0] for line in out[1:]) == list_datasets()
+    by_name = {line.split()[0]: line for line in out[1:]}
+    assert "stfl, he-vfl, hierarchical, centralized" in by_name["breast"]
+    assert "gl, fedavg, local, centralized" in by_name["gl_covertype"]
+    assert "centralized" not in by_name["gl_heart"] and "bundled" in by_name["digits"]
+
+
+@pytest.mark.parametrize(("content", "verify", "phrase"), [
+    (GOOD, False, "ready: 2 files present"),
+    (GOOD, True, "ready: 2 files present, checksums verified"),
+    (b"id,x\n1,3\n", False, "ready: 2 files present"),  # a damaged file is only found by --verify
+    (b"id,x\n1,3\n", True, "damaged: toy/b.csv, 1 of 2 files"),
+    (None, False, "missing: toy/b.csv, 1 of 2 files"),
+])
+def test_each_file_is_looked_up_where_a_run_would_look(monkeypatch, capsys, tmp_path, content, verify, phrase):
+    # Arrange
+    _toy_registry(monkeypatch, "toy/a.csv", "toy/b.csv")
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "a.csv").write_bytes(GOOD)
+    if content is not None:
+        (tmp_path / "toy" / "b.csv").write_bytes(content)
+    # Act
+    code = main(["datasets", "--data-dir", str(tmp_path), *(["--verify"] if verify else [])])
+    # Assert
+    out = capsys.readouterr().out
+    assert code == 0 and f"data folder: {tmp_path}" in out
+    toy_line = next(line for line in out.splitlines() if line.startswith("toy "))
+    assert toy_line.endswith(phrase) and "gl, fedavg, local" in toy_line
+    assert "bundled (no files needed)" in out
+
+
+def test_json_records_each_files_state_and_details_print_the_source(monkeypatch, capsys, tmp_path):
+    # Arrange
+    _toy_registry(monkeypatch, "toy/a.csv")
+    target = tmp_path / "out" / "datasets.json"
+    # Act
+    code = main(["datasets", "--data-dir", str(tmp_path), "--details", "--json", str(target)])
+    # Assert
+    record = json.loads(target.read_text())
+    toy = next(d for d in record["datasets"] if d["name"] == "toy")
+    assert code == 0 and record["data_dir"] == str(tmp_path) and record["verified"] is False
+    assert toy["files"] == [{"path": "toy/a.csv", "sha256": hashlib.sha256(GOOD).hexdigest(), "state": "missing"}]
+    assert toy["methods"] == ["gl", "fedavg", "local"] and toy["status"].startswith("missing")
+    assert "    source: tests" in capsys.readouterr().out
+
+
+def test_a_data_folder_that_does_not_exist_is_a_one_line_error(capsys, tmp_path):
+    # Act
+    code = main(["datasets", "--data-dir", str(tmp_path / "nope")])
+    # Assert
+    assert code == 2 and capsys.readouterr().err.startswith("securefl datasets: error: data folder")
+
+
+def test_every_registered_kind_has_its_methods():
+    assert {entry.kind for entry in REGISTRY.values()} <= set(command.METHODS)
+    assert all(name in REGISTRY for name in command.SHARED_COLUMNS)
