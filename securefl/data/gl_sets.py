@@ -224,6 +224,7 @@ def load_csv_clients(path: str | Path, *, label: str, client_column: str) -> GLD
     unassigned = int(frame[client_column].isna().sum())
     if unassigned:  # groupby would drop these rows without a word
         raise InputError(f"--client-column {client_column!r}: {unassigned} rows of {path} name no client")
+    check_mixed_columns(path, frame, skip=(label, client_column))
     clients = []
     for name, rows in frame.groupby(client_column, sort=True):
         rows = rows.drop(columns=client_column).reset_index(drop=True)
@@ -241,7 +242,27 @@ def load_client_csv(path: str | Path, *, label: str, name: str) -> ClientTable:
     path, frame = read_labelled_csv(path, label=label)
     if frame[label].dropna().empty:
         raise InputError(f"--label: column {label!r} in {path} has no values (client {name!r} has no labels)")
+    check_mixed_columns(path, frame, skip=(label,))
     return ClientTable(name, label, full=frame)
+
+
+def check_mixed_columns(path: Path, frame: pd.DataFrame, *, skip: Sequence[str]) -> None:
+    """Refuse a column of numbers with a few stray text cells (a typo, or "?" for a missing value).
+
+    Such a column is read as text, so it would be encoded as categories: more than
+    ``MAX_ORDINAL_LEVELS`` of them, with every unseen test value -1, i.e. quietly useless.
+    """
+    for column in frame.columns:
+        values = frame[column]
+        if column in skip or not (pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)):
+            continue
+        numbers = pd.to_numeric(values, errors="coerce")
+        stray = values.notna() & numbers.isna()
+        if stray.any() and numbers.notna().sum() >= 0.9 * values.notna().sum() \
+                and numbers.nunique() > MAX_ORDINAL_LEVELS:
+            row = int(np.flatnonzero(stray.to_numpy())[0])
+            raise InputError(f"{path}: column {column!r} holds numbers but {int(stray.sum())} cell(s) that are not"
+                             f" (first: {values.iloc[row]!r} in data row {row + 1}); leave a missing value empty")
 
 
 def _cover_files() -> tuple[DataFile, ...]:
@@ -289,4 +310,4 @@ GL_ENTRIES: tuple[DatasetEntry, ...] = (
 
 __all__ = ["COVER_CLIENTS", "ClientData", "ClientTable", "GLDataset", "GL_ENTRIES", "HEART_CLIENTS",
            "encode_client", "encode_clients", "feature_kinds", "load_cover", "load_csv_clients", "load_heart",
-           "split_client"]
+           "split_client", "check_mixed_columns"]

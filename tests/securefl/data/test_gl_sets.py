@@ -98,6 +98,30 @@ def test_a_client_without_labels_or_rows_is_an_input_error(tmp_path):
         encode_client(ClientTable("k", "label", frame.iloc[:0], frame))
 
 
+def test_a_numeric_column_with_a_stray_text_cell_is_refused_by_name(tmp_path):
+    # Arrange: 60 distinct numbers and one typo, which would make the column 61 categories
+    frame = _toy(n=62)
+    frame["num"] = frame["num"].round(6).astype(str)
+    frame.loc[4, "num"] = "4,5"
+    frame.to_csv(tmp_path / "typo.csv", index=False)
+    # Act / Assert
+    with pytest.raises(InputError, match=r"typo\.csv: column 'num' holds numbers but 1 cell\(s\) that are not"
+                                         r" \(first: '4,5' in data row 5\)"):
+        load_csv_clients(tmp_path / "typo.csv", label="label", client_column="site")
+
+
+def test_a_text_column_of_few_levels_stays_categorical(tmp_path):
+    # Arrange: "?" among a handful of codes is a category of its own, as in UCI's heart files
+    frame = _toy(n=30)
+    frame["code"] = frame["code"].astype(str)
+    frame.loc[0, "code"] = "?"
+    frame.to_csv(tmp_path / "codes.csv", index=False)
+    # Act
+    data = load_csv_clients(tmp_path / "codes.csv", label="label", client_column="site")
+    # Assert
+    assert len(data.clients) == 2
+
+
 def test_rows_that_name_no_client_are_an_input_error_not_dropped(tmp_path):
     # Arrange: three rows lose their client
     frame = _toy()
