@@ -4,8 +4,9 @@ With a data folder (--data-dir, or the SECUREFL_DATA environment variable) each
 dataset's files are looked up where securefl run will look for them: ready (every file
 present), missing (which file, and where it belongs) or bundled (no files needed).
 --verify also checks every file's sha256 against the registry, as a run does before
-it loads a dataset, and calls a file whose checksum differs damaged. --details adds each dataset's description, source, licence and
-files. Without a data folder it lists the registry only.
+it loads a dataset, and calls a file whose checksum differs damaged. --details adds
+each dataset's description, source, licence and files. Without a data folder it lists
+the registry only.
 """
 
 from __future__ import annotations

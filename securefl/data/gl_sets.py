@@ -18,7 +18,6 @@ most 50 distinct training values), standardisation of the others, label encoding
 from __future__ import annotations
 
 import warnings
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -309,5 +308,5 @@ GL_ENTRIES: tuple[DatasetEntry, ...] = (
 )
 
 __all__ = ["COVER_CLIENTS", "ClientData", "ClientTable", "GLDataset", "GL_ENTRIES", "HEART_CLIENTS",
-           "encode_client", "encode_clients", "feature_kinds", "load_cover", "load_csv_clients", "load_heart",
-           "split_client", "check_mixed_columns"]
+           "check_mixed_columns", "encode_client", "encode_clients", "feature_kinds", "load_cover", "load_csv_clients",
+           "load_heart", "split_client"]

@@ -54,7 +54,8 @@ def test_a_numeric_column_too_large_to_square_is_standardised_not_zeroed():
     test = pd.DataFrame({"num": [2.0, 10.0], "code": [2, 1], "label": ["b", "a"]})
     scaled = [frame.assign(num=frame["num"] * 1e300) for frame in (train, test)]
     # Act
-    plain, huge = encode_client(ClientTable("k", "label", train, test)), encode_client(ClientTable("k", "label", *scaled))
+    plain = encode_client(ClientTable("k", "label", train, test))
+    huge = encode_client(ClientTable("k", "label", *scaled))
     # Assert: standardising is scale-free, so both encode alike (NaN stays 0, a missing value)
     np.testing.assert_allclose(huge.x_train, plain.x_train, rtol=1e-6)
     np.testing.assert_allclose(huge.x_test, plain.x_test, rtol=1e-6)
