@@ -36,7 +36,8 @@ def pad_client(data: ClientData, union: Sequence[str]) -> ClientData:
         return pd.DataFrame(x, columns=list(data.features)).reindex(columns=list(union), fill_value=0.0) \
             .to_numpy(np.float32)
 
-    return replace(data, x_train=pad(data.x_train), x_test=pad(data.x_test), features=tuple(union))
+    return replace(data, x_train=pad(data.x_train), x_test=pad(data.x_test), features=tuple(union),
+                   x_val=None if data.x_val is None else pad(data.x_val))
 
 
 def padded_clients(tables: Sequence[ClientTable]) -> tuple[tuple[ClientData, ...], int]:
@@ -60,9 +61,11 @@ def schema_client(table: ClientTable, *, columns: Sequence[str], classes: Sequen
         return frame.assign(**{label: frame[label].map(lambda v: v if pd.isna(v) else str(v))})
 
     train, test = as_text(table.train), as_text(table.test)
+    validation = None if table.validation is None else as_text(table.validation)
     class_indices(train[label].dropna(), name=table.name, label=label, classes=classes,
                   source="its training rows")  # a class outside the schema is a one-line error
-    return pad_client(encode_client(replace(table, train=train, test=test), classes=classes), columns)
+    return pad_client(encode_client(replace(table, train=train, test=test, validation=validation),
+                                    classes=classes), columns)
 
 
 def run_local(clients: Sequence[ClientData], config: GLConfig, *, dataset: str = "gl",

@@ -88,6 +88,7 @@ def upgrade(old: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if isinstance(res.get("settings"), dict):
             res["settings"].setdefault("federate_bn_stats", True)
             res["settings"].setdefault("final_average", True)
+            res["settings"].setdefault("select", "last")
     return {name: {**res, "runs_from": res.get("runs_from") or [{**header, "seeds": res["seeds"],
                                                                    "seconds": res.get("seconds")}]}
             for name, res in old["datasets"].items()}

@@ -179,6 +179,24 @@ def _seed_range(seeds: Sequence[int]) -> str:
     return f"{seeds[0]}..{seeds[-1]} ({len(seeds)})" if len(seeds) > 1 else str(seeds[0])
 
 
+def selection_note(res: dict[str, Any]) -> list[str]:
+    """With ``GLConfig.select`` other than "last": how the epoch was picked, and the mean epoch picked."""
+    select = res["settings"].get("select", "last")
+    if select == "last":
+        return []
+    picked: dict[tuple[str, str], list[int]] = {}
+    for run in res["runs"]:
+        for client, values in run["metrics"]["clients"].items():
+            if "selected_epoch" in values:
+                picked.setdefault((run["method"], client), []).append(values["selected_epoch"])
+    means = ", ".join(f"{method} {client} {np.mean(epochs):.1f}" for (method, client), epochs in sorted(picked.items()))
+    criterion = {"val_loss": "the lowest loss", "val_auroc": "the highest AUROC"}[select]
+    return [f"\nEpoch selection (`--select {select}`, not in the paper): every client is evaluated with its"
+            f" weights from the epoch where its own validation rows (10% of its non-test rows, never trained on)"
+            f" give {criterion}, ties to the later epoch, instead of the last epoch's. Mean epoch picked:"
+            f" {means}.\n"]
+
+
 def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
     """The Markdown report."""
     out = [markdown_header("GL (Global Layers) — Table 2 reproduction", meta)]
@@ -196,6 +214,7 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
         epochs, batches = (res["settings"].get(k, "?") for k in ("epochs", "batches"))
         out.append(f"\nSchedule: {epochs} epochs x {batches} batches per local epoch. Batch-norm running"
                    f" statistics: {bn}. Federated clients are evaluated with {final}.\n")
+        out += selection_note(res)
         if name == "gl_covertype":
             out.append("\nComanche and Rawah: evaluated on their validation files (test files missing here);"
                        " the authors used test files. Centralized: pooled validation file (pooled test missing)."

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from protocols.channels import SecAggConfig
 from protocols.errors import InputError
 from protocols.transport import Transport, relayed, run_parties
+from securefl.algorithms.gl_select import SELECT, EpochPicker, check_validation
 from securefl.algorithms.training import intra_op_threads
 from securefl.data.gl_sets import ClientData
 from securefl.models.tabular import GLModel, TabularShape, count, paper_widths
@@ -52,6 +53,9 @@ class GLConfig:
     average, omega_k <- (1 - eta) omega_k + eta omega, so eta = 1 (the paper's value)
     means every client takes the average after each aggregation; ``final_average``
     then picks the one state where the two readings differ, the last.
+    ``select``: the epoch whose weights each client is evaluated with, "last" (default)
+    or the one its validation rows score best, "val_loss" or "val_auroc"
+    (:mod:`securefl.algorithms.gl_select`; needs clients split per seed, e.g. heart).
     ``aggregate``: "epoch" (default, the authors' code) or "batch" (Algorithm 1).
     ``shape`` holds the model widths (:func:`~securefl.models.tabular.paper_widths`).
     ``threads``: torch intra-op threads per client while it trains (None: leave as is).
@@ -86,6 +90,7 @@ class GLConfig:
     secure: bool = True
     federate_bn_stats: bool = True
     final_average: bool = False
+    select: str = "last"
     stage_timeout: float = 3600.0
     progress: Progress | None = field(default=None, compare=False, repr=False)
 
@@ -106,6 +111,10 @@ class GLConfig:
         check.flag(owner, "secure", self.secure)
         check.flag(owner, "federate_bn_stats", self.federate_bn_stats)
         check.flag(owner, "final_average", self.final_average)
+        if self.select not in SELECT:
+            raise InputError(f"GLConfig.select must be one of {SELECT}, got {self.select!r}")
+        if self.select != "last" and self.final_average:
+            raise InputError("GLConfig.select picks a client's own epoch, so it needs final_average=False")
         check.number_in(owner, "stage_timeout", self.stage_timeout, 0.0, 1e6, open_low=True)
         check.callback(owner, "progress", self.progress)
 
@@ -221,6 +230,7 @@ def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig
         opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, foreach=True)
         gen = SeedPlan(config.seed).torch(f"batches:{data.name}")
         x, y = as_tensor(data.x_train, device), as_tensor(data.y_train, device, torch.int64)
+        picker = EpochPicker(config.select, data, device)
         start, rnd, rounds = time.perf_counter(), 0, config.rounds()
         for epoch in range(config.epochs):
             for idx in batch_indices(len(y), config.batches, gen):
@@ -230,19 +240,23 @@ def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig
                 if scope != "none" and config.aggregate == "batch" and rnd < rounds:
                     aggregate(transport, shared, config, rnd)
                     rnd += 1
+            picker.see(model, epoch + 1, probabilities)  # the client's own state, before the average
             if scope != "none" and config.aggregate == "epoch" and rnd < rounds:
                 aggregate(transport, shared, config, rnd)
                 rnd += 1
             if config.progress is not None:
                 config.progress(epoch + 1, config.epochs)
         train_seconds = time.perf_counter() - start
+        federated_values = flatten(shared) if shared else None  # the last round's, whichever epoch is scored
+        selected = picker.restore(model, config.epochs)
         probs = probabilities(model, as_tensor(data.x_test, device))
     metrics, classes = classification_report(data.y_test, probs)
     return {"client": data.name, "metrics": metrics, "per_class": classes,
             "train_seconds": train_seconds, "train_rows": int(len(data.y_train)),
             "test_rows": int(len(data.y_test)), "evaluated_on": data.evaluated_on,
             "parameters": count(list(model.parameters())), "federated": count(shared),
-            "federated_values": flatten(shared) if shared else None}
+            "federated_values": federated_values, "selected_epoch": selected,
+            **({"validation": {config.select: picker.history}} if picker.history else {})}
 
 
 def check_clients(clients: Sequence[ClientData], config: GLConfig) -> None:
@@ -263,6 +277,7 @@ def check_client(client: ClientData, config: GLConfig) -> None:
                          f"{config.batches} needs at least {2 * config.batches}")
     if len(client.y_test) == 0:
         raise InputError(f"client {client.name!r} has no {client.evaluated_on} rows to evaluate on")
+    check_validation(config.select, client)
 
 
 def run_federated(clients: Sequence[ClientData], config: GLConfig, *, scope: str, backend: str = "inprocess",
@@ -291,7 +306,9 @@ def method_result(method: str, dataset: str, config: GLConfig, outcome: dict[str
     clients = outcome["clients"]
     per_client = {c["client"]: {**c["metrics"], "evaluated_on": c["evaluated_on"], "test_rows": c["test_rows"],
                                 "train_rows": c["train_rows"], "parameters": c["parameters"],
-                                "federated_parameters": c["federated"], "per_class": c["per_class"]}
+                                "federated_parameters": c["federated"], "per_class": c["per_class"],
+                                **({"selected_epoch": c["selected_epoch"], "validation": c["validation"]}
+                                   if "validation" in c else {})}
                   for c in clients}
     means = {k: float(np.nanmean([c["metrics"][k] for c in clients])) for k in clients[0]["metrics"]}
     run = outcome.get("run")

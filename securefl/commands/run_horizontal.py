@@ -67,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--final", choices=("average", "local"), default=None,
                    help="GL/FedAvg: evaluate clients with their own last-round weights (Algorithm 1 as "
                         "written) or with the last round's average (default: local)")
+    g.add_argument("--select", choices=("last", "val_loss", "val_auroc"), default="last",
+                   help="GL family: evaluate each client with its last epoch's weights (default) or those of"
+                        " the epoch its validation rows score best (needs a table split per seed, e.g. heart)")
     g.add_argument("--secure-agg", action=argparse.BooleanOptionalAction, default=True,
                    help="average through secure aggregation (default) or in clear, for timing")
 
@@ -195,7 +198,8 @@ def gl_config(args: argparse.Namespace, dataset: str) -> Any:
     from securefl.algorithms.gl import paper_config, switches
 
     overrides: dict[str, Any] = {"seed": args.seed, "device": args.device, "lr": args.lr,
-                                 "aggregate": args.aggregate, **switches(bn_stats=args.bn_stats, final=args.final)}
+                                 "aggregate": args.aggregate, "select": args.select,
+                                 **switches(bn_stats=args.bn_stats, final=args.final)}
     epochs = args.epochs or args.rounds
     if epochs:
         overrides["epochs"] = epochs

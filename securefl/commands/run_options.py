@@ -56,6 +56,7 @@ SCOPE: dict[str, tuple[str, Applies]] = {
     "aggregate": ("the GL family", lambda a, kind: kind == "gl"),
     "bn_stats": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
     "final": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
+    "select": ("the GL family", lambda a, kind: kind == "gl"),
     "secure_agg": ("the horizontal methods and tdcd", lambda a, kind: kind in ("chfl", "gl", "tdcd")),
     "silos": ("tdcd without --role (with it, --parties names the silos)",
               lambda a, kind: kind == "tdcd" and a.role is None),

@@ -48,6 +48,8 @@ class ClientTable:
     test: pd.DataFrame | None = None
     full: pd.DataFrame | None = None
     evaluated_on: str = "test"
+    validation: pd.DataFrame | None = None
+    """Rows held out of training for picking the epoch (``GLConfig.select``); a ``full`` table's split makes them."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class ClientData:
     classes: tuple
     evaluated_on: str = "test"
     dropped_test_rows: int = 0
+    x_val: np.ndarray | None = None
+    y_val: np.ndarray | None = None
 
 
 def split_client(client: ClientTable, seed: int) -> ClientTable:
@@ -88,9 +92,9 @@ def split_client(client: ClientTable, seed: int) -> ClientTable:
     from sklearn.model_selection import train_test_split  # here: sklearn is slow to import
 
     rest, test = train_test_split(client.full, test_size=TEST_SIZE, random_state=seed)
-    train, _validation = train_test_split(rest, test_size=VALIDATION_SIZE, random_state=seed)
+    train, validation = train_test_split(rest, test_size=VALIDATION_SIZE, random_state=seed)
     return ClientTable(client.name, client.label, train.reset_index(drop=True), test.reset_index(drop=True),
-                       evaluated_on="test")
+                       evaluated_on="test", validation=validation.reset_index(drop=True))
 
 
 def feature_kinds(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -138,32 +142,39 @@ def encode_client(client: ClientTable, *, classes: Sequence | None = None) -> Cl
         raise InputError(f"client {client.name!r}: label column {client.label!r} has no values (empty label set)")
     classes = tuple(sorted(y_train.unique().tolist())) if classes is None else tuple(classes)
     train, test = train.loc[y_train.index], test[test[client.label].isin(classes)]
+    validation = None if client.validation is None else client.validation[client.validation[client.label].isin(classes)]
     x_cols = [c for c in train.columns if c != client.label]
     if not x_cols:
         raise InputError(f"client {client.name!r} has no feature columns besides {client.label!r}")
-    x_train, x_test = _encode_features(train[x_cols], test[x_cols])
+    held_out = [test] + ([] if validation is None else [validation])
+    x_train, *x_held = _encode_features(train[x_cols], *(frame[x_cols] for frame in held_out))
     index = {c: i for i, c in enumerate(classes)}
-    return ClientData(client.name, x_train, train[client.label].map(index).to_numpy(np.int64), x_test,
-                      test[client.label].map(index).to_numpy(np.int64), tuple(x_cols), classes,
-                      client.evaluated_on, len(client.test) - len(test))
+    labels = [frame[client.label].map(index).to_numpy(np.int64) for frame in (train, *held_out)]
+    return ClientData(client.name, x_train, labels[0], x_held[0], labels[1], tuple(x_cols), classes,
+                      client.evaluated_on, len(client.test) - len(test),
+                      x_val=x_held[1] if validation is not None else None,
+                      y_val=labels[2] if validation is not None else None)
 
 
-def _encode_features(train: pd.DataFrame, test: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _encode_features(train: pd.DataFrame, *held_out: pd.DataFrame) -> list[np.ndarray]:
+    """``train`` and each ``held_out`` frame encoded with encoders fitted on ``train`` alone."""
     from sklearn.preprocessing import OrdinalEncoder, StandardScaler  # here: sklearn is slow to import
 
     ordinal, numeric = feature_kinds(train)
-    out_train, out_test = np.zeros(train.shape, np.float32), np.zeros(test.shape, np.float32)
+    frames = [train, *held_out]
+    outs = [np.zeros(frame.shape, np.float32) for frame in frames]
     if ordinal:
         enc = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1, encoded_missing_value=-1)
+        enc.fit(train[ordinal].astype(str))
         pos = [train.columns.get_loc(c) for c in ordinal]
-        out_train[:, pos] = enc.fit_transform(train[ordinal].astype(str))
-        out_test[:, pos] = enc.transform(test[ordinal].astype(str))
+        for out, frame in zip(outs, frames):
+            out[:, pos] = enc.transform(frame[ordinal].astype(str))
     if numeric:
         scaler = _fit_scaler(StandardScaler(), train[numeric].to_numpy(np.float64))
         pos = [train.columns.get_loc(c) for c in numeric]
-        out_train[:, pos] = np.nan_to_num(scaler.transform(train[numeric].to_numpy(np.float64)))
-        out_test[:, pos] = np.nan_to_num(scaler.transform(test[numeric].to_numpy(np.float64)))
-    return out_train, out_test
+        for out, frame in zip(outs, frames):
+            out[:, pos] = np.nan_to_num(scaler.transform(frame[numeric].to_numpy(np.float64)))
+    return outs
 
 
 def _fit_scaler(scaler, values: np.ndarray):

@@ -46,7 +46,7 @@ def test_upgrade_keeps_existing_provenance():
 def test_merge_refuses_results_run_with_other_settings(tmp_path):
     # Arrange: a previous covertype result whose settings differ from the paper configuration
     args = argparse.Namespace(quick=False, device="cpu", json=tmp_path / "gl.json", workers=1, data_dir=None,
-                              bn_stats="averaged", reuse=None, final="average", batches=None)
+                              bn_stats="averaged", reuse=None, final="average", batches=None, select="last")
     previous = {"settings": {"epochs": 3}, "runs": [], "runs_from": []}
     # Act / Assert: nothing runs; the error names the dataset and the file
     with pytest.raises(SystemExit, match="gl_covertype settings in .*gl.json differ"):
@@ -94,9 +94,19 @@ def test_restart_without_merge_is_refused(tmp_path):
         main(["--restart", "--json", str(tmp_path / "gl.json")])
 
 
-def test_upgrade_records_that_older_runs_averaged_statistics_and_adopted_the_final_average():
+def test_upgrade_records_that_older_runs_averaged_statistics_adopted_the_final_average_and_scored_the_last_epoch():
     old = {"datasets": {"gl_heart": {"seeds": [0], "runs": [], "settings": {"epochs": 10}}}}
-    assert upgrade(old)["gl_heart"]["settings"] == {"epochs": 10, "federate_bn_stats": True, "final_average": True}
+    assert upgrade(old)["gl_heart"]["settings"] == {"epochs": 10, "federate_bn_stats": True, "final_average": True,
+                                                    "select": "last"}
+
+
+def test_select_reaches_the_config_and_refuses_covertype(capsys):
+    from benchmarks.gl import dataset_config, main
+
+    assert dataset_config("gl_heart", quick=True, device="cpu", select="val_loss").select == "val_loss"
+    with pytest.raises(SystemExit):
+        main(["--select", "val_auroc", "--json", "x.json"])
+    assert "gl_covertype's clients come as fixed files without validation rows" in capsys.readouterr().err
 
 
 def test_bn_stats_switch_reaches_the_config():
