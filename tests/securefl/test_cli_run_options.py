@@ -32,6 +32,7 @@ from securefl.commands.run_options import SCOPE, check_scope, flag
     (["chfl", "--dataset", "digits", "--batches", "3"], "--batches applies to the GL family"),
     (["local", "--dataset", "gl_heart", "--bn-stats", "local"], "--bn-stats applies to gl and fedavg"),
     (["common", "--dataset", "digits", "--mus", "0.5"], "--mus applies to chfl"),
+    (["chfl", "--dataset", "digits", "--select", "val_loss"], "--select applies to the GL family"),
     (["chfl", "--dataset", "digits", "--features", "common=pixel_0;unique=pixel_1|pixel_2", "--clients", "3"],
      "--clients applies to a random CHFL feature split"),
 ])

@@ -48,6 +48,22 @@ def test_encoders_are_fitted_on_the_clients_training_rows_only():
     assert data.classes == ("a", "b") and data.y_test.tolist() == [1] and data.dropped_test_rows == 1
 
 
+def test_a_split_client_keeps_its_validation_rows_encoded_like_its_test_rows():
+    # Arrange
+    full = _toy(n=60).drop(columns="site")
+    # Act
+    table = split_client(ClientTable("k", "label", full=full), seed=4)
+    data = encode_client(table)
+    # Assert: 33% test, then 10% of the rest for validation; the three are disjoint and cover every row
+    parts = [table.train, table.validation, table.test]
+    assert [len(p) for p in parts] == [36, 4, 20]
+    rows = sorted(tuple(r) for p in parts for r in p.itertuples(index=False))
+    assert rows == sorted(tuple(r) for r in full.itertuples(index=False))
+    assert data.x_val.shape == (4, 2) and data.y_val.shape == (4,)
+    again = encode_client(ClientTable("k", "label", table.train, table.validation))  # same train encoders
+    np.testing.assert_array_equal(data.x_val, again.x_test)
+
+
 def test_a_numeric_column_too_large_to_square_is_standardised_not_zeroed():
     # Arrange: the same client twice, once with a column scaled past float64's squares
     train = pd.DataFrame({"num": [0.0, 2.0, 4.0, np.nan], "code": [1, 2, 1, 2], "label": ["a", "b", "a", "b"]})
