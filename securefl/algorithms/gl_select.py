@@ -1,11 +1,11 @@
 """Which epoch's weights a GL-family client is evaluated with (``GLConfig.select``).
 
 "last" (default, the paper as written): the weights after the last local epoch.
-"val_loss" / "val_auroc": after every local epoch (before that round's average, so what
-is kept is the client's own state, as "last" keeps it) the client scores its
-validation rows, which training never sees, and keeps the state of the epoch with the
-lowest loss or highest AUROC (ties: the later epoch); the test rows are scored once,
-with that state. Each client decides alone, from its own rows; nothing is sent. The
+"val_loss" / "val_auroc": after every local epoch (with per-epoch averaging, before
+that round's average, so what is kept is the client's own state, as "last" keeps it)
+the client scores its validation rows, which training never sees, and keeps the state
+of the epoch with the lowest loss or highest AUROC (ties: the later epoch); the test
+rows are scored once, with that state. Each client decides alone, from its own rows; nothing is sent. The
 paper does not say it selects an epoch, but the authors ship a validation split with
 every heart seed, and their heart AUROCs sit above our last-epoch ones
 (benchmarks/RESULTS.md, GL).
