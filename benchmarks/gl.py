@@ -70,7 +70,7 @@ def dataset_config(name: str, *, quick: bool, device: str, bn_stats: str | None 
     average (``GLConfig.final_average``); None keeps GLConfig's default. ``batches`` replaces the
     batches per local epoch (heart: 15 as in the paper's Table 12, 5 as the authors launched it).
     ``select``: the epoch each client is evaluated with (``GLConfig.select``)."""
-    overrides = {"select": select} if batches is None else {"batches": batches, "select": select}
+    overrides = {"select": select, **({} if batches is None else {"batches": batches})}
     config = paper_config(name, device=device, threads=1, **switches(bn_stats=bn_stats, final=final), **overrides)
     if quick and name == "gl_covertype":
         config = replace(config, epochs=2, shape=replace(config.shape, blocks=2))

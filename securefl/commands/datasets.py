@@ -93,7 +93,7 @@ def _files(n: int) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_output(args.json, "--json")
-    root = data_dir(args.data_dir) if args.data_dir is not None or _env_set() else None
+    root = data_dir(args.data_dir) if args.data_dir is not None or os.environ.get(DATA_ENV) else None
     rows = []
     for entry in sorted(REGISTRY.values(), key=lambda e: (list(METHODS).index(e.kind), e.name)):
         files = None if root is None or not entry.files else file_states(entry, root, verify=args.verify)
@@ -110,10 +110,6 @@ def run(args: argparse.Namespace) -> int:
         write_json_atomically(args.json, {"data_dir": str(root) if root else None, "verified": bool(args.verify),
                                           "datasets": [_record(e, f, s) for e, f, s in rows]})
     return 0
-
-
-def _env_set() -> bool:
-    return bool(os.environ.get(DATA_ENV))
 
 
 def _details(entry: DatasetEntry, files: tuple[FileState, ...] | None) -> str:

@@ -28,6 +28,7 @@ import pandas as pd
 from protocols.errors import InputError
 from securefl.data.entries import DataFile, DatasetEntry
 from securefl.data.tables import read_labelled_csv
+from securefl.models.scaling import rescaled_moments
 
 COVER_CLIENTS = ("comanche", "neota", "poudre", "rawah")
 COVER_TESTED = ("neota", "poudre")
@@ -186,10 +187,7 @@ def _fit_scaler(scaler, values: np.ndarray):
     present = ~np.isnan(values).all(axis=0)
     huge = present & ~(np.isfinite(scaler.mean_) & np.isfinite(scaler.var_) & np.isfinite(scaler.scale_))
     if huge.any():
-        peak = np.nanmax(np.abs(values[:, huge]), axis=0)
-        scaled = values[:, huge] / peak
-        std = np.nanstd(scaled, axis=0) * peak
-        scaler.mean_[huge] = np.nanmean(scaled, axis=0) * peak
+        scaler.mean_[huge], std = rescaled_moments(values[:, huge])
         scaler.scale_[huge] = np.where(std > 0, std, 1.0)
     return scaler
 

@@ -14,6 +14,15 @@ import numpy as np
 from protocols.errors import InputError
 
 
+def rescaled_moments(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's mean and std (NaN ignored), computed on the column divided by its largest |value|:
+    for columns whose squares pass float64's range (|x| ~ 1e154 and up), where the plain formulas overflow."""
+    peak = np.nanmax(np.abs(values), axis=0)
+    peak = np.where(peak > 0, peak, 1.0)
+    scaled = values / peak
+    return np.nanmean(scaled, axis=0) * peak, np.nanstd(scaled, axis=0) * peak
+
+
 @dataclass(frozen=True)
 class Standardizer:
     """Per-column ``(x - mean) / scale``; constant columns keep scale 1."""
@@ -30,12 +39,11 @@ class Standardizer:
         with np.errstate(over="ignore", invalid="ignore"):
             mean, std = x.mean(axis=0), x.std(axis=0)
         huge = ~(np.isfinite(mean) & np.isfinite(std))
-        if huge.any():  # squares past float64's range (|x| ~ 1e154 and up): fit those columns rescaled
-            mean, std = mean.copy(), std.copy()
-            peak = np.abs(x[:, huge]).max(axis=0)
-            if not np.isfinite(peak).all():
+        if huge.any():
+            if not np.isfinite(x[:, huge]).all():
                 raise InputError("a scaler needs finite values; a column holds NaN or infinity")
-            mean[huge], std[huge] = (x[:, huge] / peak).mean(axis=0) * peak, (x[:, huge] / peak).std(axis=0) * peak
+            mean, std = mean.copy(), std.copy()
+            mean[huge], std[huge] = rescaled_moments(x[:, huge])
         return cls(mean=mean, scale=np.where(std > 1e-12, std, 1.0))
 
     def transform(self, x: np.ndarray) -> np.ndarray:
@@ -46,4 +54,4 @@ class Standardizer:
         return ((x - self.mean) / self.scale).astype(np.float32)
 
 
-__all__ = ["Standardizer"]
+__all__ = ["Standardizer", "rescaled_moments"]
