@@ -23,7 +23,7 @@ import pandas as pd
 
 from protocols.errors import InputError
 from securefl.data.chfl_partition import CHFLPartition, ClientData, ClientSplit, sample_rows
-from securefl.data.tables import read_labelled_csv
+from securefl.data.tables import not_numeric, read_labelled_csv
 
 
 def parse_common(text: str, *, where: str) -> tuple[str, ...]:
@@ -53,6 +53,8 @@ def client_data(frame: pd.DataFrame, *, name: str, label: str, common: Sequence[
     ``unique_columns`` index the frame's feature columns (all but the label, empty ones
     included), the columns a :class:`CHFLPartition`'s ``common_columns`` index too.
     """
+    if label in common:
+        raise InputError(f"--features: common column {label!r} is the --label column; name features only")
     labels = class_indices(frame[label], name=name, label=label, classes=classes, source=source)
     every = frame.drop(columns=[label])
     features = every.loc[:, every.notna().any(axis=0)]  # empty in all its rows: another client's
@@ -62,7 +64,7 @@ def client_data(frame: pd.DataFrame, *, name: str, label: str, common: Sequence[
             raise InputError(f"{source}: column {column!r} is empty in {missing} of client {name!r}'s"
                              f" {len(features)} rows (a feature of a client needs a value in each of its rows)")
         if not pd.api.types.is_numeric_dtype(features[column]):
-            raise InputError(f"{source}: column {column!r} is not numeric (encode it first or drop it)")
+            raise not_numeric(source, column, features[column])
     absent = [c for c in common if c not in features.columns]
     if absent:
         raise InputError(f"--features: common column {absent[0]!r} is not a feature of client {name!r} ({source})")
@@ -106,6 +108,8 @@ def load_client_csv(path: str | Path, *, name: str, label: str, common: Sequence
 def load_csv_partition(path: str | Path, *, label: str, client_column: str, common: Sequence[str],
                        seed: int) -> CHFLPartition:
     """Every natural client of one CSV (one per value of ``client_column``), as a :class:`CHFLPartition`."""
+    if client_column in common:
+        raise InputError(f"--features: common column {client_column!r} is the --client-column; name features only")
     path, frame = read_labelled_csv(path, label=label, also=("--client-column", client_column))
     unassigned = int(frame[client_column].isna().sum())
     if unassigned:
@@ -118,7 +122,7 @@ def load_csv_partition(path: str | Path, *, label: str, client_column: str, comm
     groups = [(str(n), rows.drop(columns=client_column)) for n, rows in frame.groupby(client_column, sort=True)]
     if len(groups) < 2:
         raise InputError(f"--client-column {client_column!r} in {path} gives {len(groups)} client; need 2 or more")
-    built = [client_data(rows.reset_index(drop=True), name=n, label=label, common=common, classes=classes,
+    built = [client_data(rows, name=n, label=label, common=common, classes=classes,
                          seed=seed, source=str(path)) for n, rows in groups]
     names = [c for c in frame.columns if c not in (label, client_column)]
     settings = {"n_clients": len(groups), "client_column": client_column, "sample_seed": seed,

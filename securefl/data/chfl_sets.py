@@ -58,6 +58,17 @@ def _encode(name: str, features: np.ndarray, raw_labels: np.ndarray, feature_nam
                           classes=tuple(str(c) for c in classes))
 
 
+def _arff_text(path: Path, features: np.ndarray, names: Sequence[str]) -> InputError:
+    """The error for an ARFF feature column holding a value that is not a number: names column, value, data row."""
+    for j, name in enumerate(names):
+        for i, value in enumerate(features[:, j]):
+            try:
+                float(value)
+            except ValueError:
+                return InputError(f"{path}: attribute {name!r} is not numeric ({value!r} in data row {i + 1})")
+    return InputError(f"{path}: a feature column is not numeric")
+
+
 def _check_finite(name: str, features: np.ndarray, columns: Sequence[str], origin: str) -> None:
     bad = np.flatnonzero(~np.isfinite(features).all(axis=0))
     if len(bad):
@@ -123,7 +134,7 @@ def read_arff(path: Path, *, target: str = "class", name: str | None = None) -> 
     try:
         features = np.delete(table, t, axis=1).astype(np.float64)
     except ValueError:
-        raise InputError(f"{path}: a feature column is not numeric") from None
+        raise _arff_text(path, np.delete(table, t, axis=1), names) from None
     _check_finite(name or path.stem, features, names, str(path))
     return _encode(name or path.stem.split(".")[0], features, table[:, t].astype(str), names)
 
@@ -182,12 +193,11 @@ def load_csv_dataset(path: str | Path, *, label: str, name: str | None = None,
     """
     import pandas as pd
 
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"--csv {path}: file not found")
-    frame = pd.read_csv(path)
-    if label not in frame.columns:
-        raise InputError(f"--label {label!r}: no such column in {path} (columns: {', '.join(map(str, frame.columns))})")
+    from securefl.data.tables import not_numeric, read_labelled_csv
+
+    if columns is not None and label in columns:
+        raise InputError(f"--features names column {label!r}, which is the --label column; name features only")
+    path, frame = read_labelled_csv(path, label=label, features=columns)
     if frame[label].isna().any():
         raise InputError(f"--label {label!r}: {int(frame[label].isna().sum())} rows of {path} have no label")
     features = frame.drop(columns=[label])
@@ -196,7 +206,7 @@ def load_csv_dataset(path: str | Path, *, label: str, name: str | None = None,
         features = features.loc[:, [c for c in features.columns if c in named]]
     text = [c for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]  # pandas 3: str dtype
     if text:
-        raise InputError(f"{path}: column {text[0]!r} is not numeric (encode it first or drop it)")
+        raise not_numeric(path, text[0], features[text[0]])
     values = features.to_numpy(np.float64)
     _check_finite(path.name, values, list(map(str, features.columns)), str(path))
     return _encode(name or path.name.split(".")[0], values, frame[label].astype(str).to_numpy(), features.columns)

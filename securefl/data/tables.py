@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,10 +41,14 @@ def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
     return frame
 
 
-def read_labelled_csv(path: str | os.PathLike, *, label: str,
-                      also: tuple[str, str] | None = None) -> tuple[Path, pd.DataFrame]:
+def read_labelled_csv(path: str | os.PathLike, *, label: str, also: tuple[str, str] | None = None,
+                      features: Sequence[str] | None = None) -> tuple[Path, pd.DataFrame]:
     """A user's ``--csv`` file (values typed by pandas) with its ``--label`` column, and ``also``
-    (an option and the column it names, e.g. ``("--client-column", "site")``), checked."""
+    (an option and the column it names, e.g. ``("--client-column", "site")``), checked.
+
+    Infinite values are refused in ``features`` (default: every column); the other
+    columns are left to the caller, which does not read them.
+    """
     path = Path(path)
     if also and also[1] == label:
         raise InputError(f"{also[0]} and --label both name column {label!r}; they must name different columns")
@@ -62,7 +66,7 @@ def read_labelled_csv(path: str | os.PathLike, *, label: str,
             known = ", ".join(map(str, frame.columns))
             raise InputError(f"{option}: column {column!r} not in {path} (columns: {known}){delimiter_hint(frame)}")
     check_header(path)
-    for column in frame.columns:
+    for column in frame.columns if features is None else [c for c in frame.columns if c in set(features)]:
         values = frame[column]
         if pd.api.types.is_float_dtype(values) and np.isinf(values.to_numpy(np.float64)).any():
             raise InputError(f"{path}: column {column!r} holds infinite values")
@@ -79,6 +83,18 @@ def check_header(path: Path) -> None:
             raise InputError(f"{path}: column name {name!r} appears {names.count(name)} times in the header;"
                              " give each column its own name")
         seen.add(name)
+
+
+def not_numeric(source: str | os.PathLike, name: str, column: pd.Series, *,
+                hint: str = "encode it first or drop it") -> InputError:
+    """The error for a column that pandas read as text where numbers are needed: it names the file,
+    the column and its first cell that is not a number, with that cell's data row (the frame's index + 1)."""
+    stray = column.notna() & pd.to_numeric(column, errors="coerce").isna()
+    where = ""
+    if stray.any():
+        at = column.index[int(np.flatnonzero(stray.to_numpy())[0])]
+        where = f"{column[at]!r} in data row {at + 1}; " if isinstance(at, (int, np.integer)) else f"{column[at]!r}; "
+    return InputError(f"{source}: column {name!r} is not numeric ({where}{hint})")
 
 
 def delimiter_hint(frame: pd.DataFrame) -> str:

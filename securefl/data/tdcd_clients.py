@@ -17,7 +17,7 @@ import hmac
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -65,12 +65,27 @@ def load_client_csv(path: str | Path, *, name: str, id_column: str, label: str,
     if not features:
         raise InputError(f"{path}: no feature columns besides {id_column!r} and {label!r}")
     for column in (*features, *(() if classes else (label,))):
-        values = frame[column]
-        if not np.issubdtype(values.dtype, np.number) or not np.isfinite(values.to_numpy(float)).all():
-            raise InputError(f"{path}: column {column!r} must be numeric without missing values")
+        _check_numeric(path, frame[column], label=column == label)
     y = (class_indices(frame[label], name=name, label=label, classes=classes, source=str(path)) if classes
          else frame[label].to_numpy(np.float64))
     return ClientRows(name, ids, frame[features].to_numpy(np.float64), y, tuple(map(str, features)))
+
+
+def _check_numeric(path: Path, values: Any, *, label: bool) -> None:
+    """A feature (or a regression target) must be numbers in every row; the error names the first bad cell."""
+    from pandas.api.types import is_numeric_dtype
+
+    from securefl.data.tables import not_numeric
+
+    if not is_numeric_dtype(values):
+        if label:
+            raise not_numeric(path, values.name, values, hint="a class label needs --classes, the federation's"
+                              " class values")
+        raise not_numeric(path, values.name, values)
+    empty = np.flatnonzero(np.isnan(values.to_numpy(np.float64)))
+    if len(empty):
+        raise InputError(f"{path}: column {values.name!r} is empty in {len(empty)} rows (first: data row"
+                         f" {empty[0] + 1}); every row needs a value")
 
 
 def id_digest(ids: Sequence[str]) -> str:

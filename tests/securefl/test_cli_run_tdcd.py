@@ -81,6 +81,24 @@ def test_bad_tdcd_arguments_are_one_line_errors(tmp_path, capsys, argv, message)
     assert not out.exists()
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda f: f.assign(f1=f.f1.astype(object).where(f.index != 4, "?")),
+     "column 'f1' is not numeric ('?' in data row 5; encode it first or drop it)"),
+    (lambda f: f.assign(f2=f.f2.where(f.index != 6)), "column 'f2' is empty in 1 rows (first: data row 7)"),
+    (lambda f: f.assign(y=np.where(f.y > 0, "up", "down")),
+     "column 'y' is not numeric ('up' in data row 1; a class label needs --classes"),
+])
+def test_a_bad_cell_in_a_tdcd_csv_is_named_with_its_row(tmp_path, capsys, edit, message):
+    # Arrange
+    path = _table(tmp_path)
+    edit(pd.read_csv(path)).to_csv(path, index=False)
+    # Act
+    code = main(["run", "tdcd", "--csv", str(path), "--id-column", "id", "--label", "y", "--no-progress"])
+    # Assert
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0]
+
+
 def test_a_tdcd_option_given_to_another_method_is_refused(capsys):
     assert main(["run", "gl", "--local-steps", "3", "--no-progress"]) == 2
     assert "--local-steps applies to tdcd" in capsys.readouterr().err

@@ -62,7 +62,8 @@ def test_a_clients_own_file_gives_it_what_the_shared_file_gives_it(tmp_path):
     (lambda f: f.assign(c2=f.c2.where(f.site == "north")), "common column 'c2' is not a feature of client 'south'"),
     (lambda f: f.assign(u1=None, u2=None), "client 'north' has no features besides the common ones"),
     (lambda f: f.assign(site="only"), "gives 1 client"),
-    (lambda f: f.assign(u1=f.u1.astype(object).where(f.index != 2, "high")), "column 'u1' is not numeric"),
+    (lambda f: f.assign(u1=f.u1.astype(object).where(f.index != 2, "high")),
+     "column 'u1' is not numeric ('high' in data row 3;"),
 ])
 def test_bad_shared_files_are_one_line_errors(tmp_path, edit, message):
     # Arrange
@@ -100,3 +101,15 @@ def test_the_schema_options_parse_or_say_what_they_need():
     for text in ("a", "a,a", "a,,b"):
         with pytest.raises(InputError, match="--classes must list two or more distinct"):
             parse_classes(text)
+
+
+@pytest.mark.parametrize(("common", "message"), [
+    (("c1", "y"), "common column 'y' is the --label column"),
+    (("c1", "site"), "common column 'site' is the --client-column"),
+])
+def test_a_common_column_that_is_the_label_or_the_client_column_says_so(tmp_path, common, message):
+    # Arrange
+    path = _shared(tmp_path)
+    # Act / Assert
+    with pytest.raises(InputError, match=message):
+        load_csv_partition(path, label="y", client_column="site", common=common, seed=0)

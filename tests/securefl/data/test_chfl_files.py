@@ -92,8 +92,10 @@ def test_gzipped_arff_and_libsvm_read_as_the_plain_files(tmp_path):
     (ARFF, {"target": "label"}, "target column 'label' not among its ARFF attributes"),
     ("@attribute class {a}\n@attribute V1 numeric\n@data\na,1\na,1,2\n", {}, "data rows do not have 2 values each"),
     ("@attribute class {a}\n@attribute V1 numeric\n@data\n{0 a, 1 2}\n", {}, "sparse ARFF rows .* are not supported"),
-    ("@attribute class {a}\n@attribute V1 string\n@data\na,red\n", {}, "a feature column is not numeric"),
-    ("@attribute class {a}\n@attribute V1 numeric\n@data\na,?\n", {}, "a feature column is not numeric"),
+    ("@attribute class {a}\n@attribute V1 string\n@data\na,red\n", {},
+     r"attribute 'V1' is not numeric \('red' in data row 1\)"),
+    ("@attribute class {a}\n@attribute V1 numeric\n@data\na,1\na,?\n", {},
+     r"attribute 'V1' is not numeric \('\?' in data row 2\)"),
     ("@attribute class {a}\n@attribute V1 numeric\n@data\na,nan\n", {}, "column 'V1' holds missing or non-finite"),
 ])
 def test_a_bad_arff_is_one_error_naming_the_file(tmp_path, text, kwargs, message):

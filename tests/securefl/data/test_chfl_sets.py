@@ -132,7 +132,7 @@ def test_user_csv_loads_and_reports_a_missing_label(tmp_path):
     assert ds.feature_names == ("a", "b") and ds.labels.tolist() == [0, 1, 0]
     with pytest.raises(InputError, match="--label 'y'.*no label"):
         load_csv_dataset(empty, label="y")
-    with pytest.raises(InputError, match="--label 'target'"):
+    with pytest.raises(InputError, match=r"--label: column 'target' not in .*mine\.csv \(columns: a, b, y\)"):
         load_csv_dataset(good, label="target")
 
 
@@ -145,11 +145,36 @@ def test_user_csv_with_a_text_or_missing_feature_is_a_clear_error(tmp_path):
     flags = tmp_path / "flags.csv"
     flags.write_text("a,flag,y\n1,True,0\n3,False,1\n")
     # Act / Assert
-    with pytest.raises(InputError, match=r"sites\.csv: column 'site' is not numeric"):
+    with pytest.raises(InputError, match=r"sites\.csv: column 'site' is not numeric \('north' in data row 1;"):
         load_csv_dataset(text, label="y")
     with pytest.raises(InputError, match=r"gap\.csv.*'b'"):
         load_csv_dataset(gap, label="y")
     assert load_csv_dataset(flags, label="y").features[:, 1].tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "file is empty"),
+    ("a;b;y\n1;2;0\n", "the file looks ';'-separated"),
+    ("a,a,y\n1,2,0\n", "column name 'a' appears 2 times in the header"),
+    ("a,b,y\n1,inf,0\n3,4,1\n", "column 'b' holds infinite values"),
+])
+def test_a_bad_user_csv_is_one_error_naming_the_file(tmp_path, text, message):
+    # Arrange
+    path = tmp_path / "mine.csv"
+    path.write_text(text)
+    # Act / Assert
+    with pytest.raises(InputError, match=message) as err:
+        load_csv_dataset(path, label="y")
+    assert "mine.csv" in str(err.value)
+
+
+def test_undecodable_user_csv_is_one_error(tmp_path):
+    # Arrange: UTF-16 bytes, not the UTF-8 CSV expected
+    path = tmp_path / "wide.csv"
+    path.write_bytes("a,b,y\n1,2,0\n".encode("utf-16"))
+    # Act / Assert
+    with pytest.raises(InputError, match=r"wide\.csv: cannot read CSV"):
+        load_csv_dataset(path, label="y")
 
 
 def test_user_csv_with_named_columns_ignores_the_others_text_included(tmp_path):
@@ -161,8 +186,12 @@ def test_user_csv_with_named_columns_ignores_the_others_text_included(tmp_path):
     # Assert: the named columns in the file's order; unnamed ones neither loaded nor checked
     assert ds.feature_names == ("a", "c", "d")
     assert ds.features.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    table.write_text("site,a,b,c,d,y\nnorth,1,inf,2,3,x\nsouth,4,9,5,6,z\n")  # an unnamed column's inf: unread
+    assert load_csv_dataset(table, label="y", columns=["d", "a", "c"]).features.shape == (2, 3)
     with pytest.raises(InputError, match="'site' is not numeric"):
         load_csv_dataset(table, label="y", columns=["site", "a"])
+    with pytest.raises(InputError, match="names column 'y', which is the --label column"):
+        load_csv_dataset(table, label="y", columns=["a", "y"])
 
 
 def test_arff_and_libsvm_readers(tmp_path):

@@ -2,10 +2,11 @@
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from protocols.errors import InputError
-from securefl.data.tables import read_labelled_csv, read_party_csv
+from securefl.data.tables import not_numeric, read_labelled_csv, read_party_csv
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -69,3 +70,30 @@ def test_the_label_and_the_client_column_must_differ(tmp_path):
 
     with pytest.raises(InputError, match="--client-column and --label both name column 'site'"):
         read_labelled_csv(path, label="site", also=("--client-column", "site"))
+
+
+def test_a_text_feature_is_named_with_its_first_stray_cell_and_row(tmp_path):
+    path = write(tmp_path, "typo.csv", "a,b,y\n1,2,0\n3,,1\n5,4;5,0\n6,x,1\n")
+    frame = read_labelled_csv(path, label="y")[1]
+
+    error = not_numeric(path, "b", frame["b"])
+
+    assert str(error) == f"{path}: column 'b' is not numeric ('4;5' in data row 3; encode it first or drop it)"
+
+
+def test_a_text_feature_without_row_numbers_names_only_the_cell():
+    column = pd.Series(["1", "two"], index=["r1", "r2"])
+
+    error = not_numeric("t.csv", "c", column)
+
+    assert str(error) == "t.csv: column 'c' is not numeric ('two'; encode it first or drop it)"
+
+
+def test_infinities_are_checked_only_in_the_named_features(tmp_path):
+    path = write(tmp_path, "ids.csv", "id,a,y\ninf,1,0\n2,2,1\n")
+
+    frame = read_labelled_csv(path, label="y", features=["a"])[1]
+
+    assert frame.shape == (2, 3)
+    with pytest.raises(InputError, match="column 'id' holds infinite values"):
+        read_labelled_csv(path, label="y")
