@@ -143,6 +143,9 @@ def encode_client(client: ClientTable, *, classes: Sequence | None = None) -> Cl
         raise InputError(f"client {client.name!r}: label column {client.label!r} has no values (empty label set)")
     classes = tuple(sorted(y_train.unique().tolist())) if classes is None else tuple(classes)
     train, test = train.loc[y_train.index], test[test[client.label].isin(classes)]
+    if test.empty:
+        raise InputError(f"client {client.name!r}: none of its {len(client.test)} {client.evaluated_on} rows has"
+                         f" a class its {len(train)} training rows have, so it has nothing to be evaluated on")
     validation = None if client.validation is None else client.validation[client.validation[client.label].isin(classes)]
     x_cols = [c for c in train.columns if c != client.label]
     if not x_cols:

@@ -20,6 +20,8 @@ import pandas as pd
 from protocols.errors import InputError
 
 OTHER_DELIMITERS = (";", "\t", "|")
+MAX_FRACTIONAL_CLASSES = 50
+"""A classifying label may hold at most this many distinct fractional values (GL's limit for categories)."""
 
 
 def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
@@ -42,12 +44,13 @@ def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
 
 
 def read_labelled_csv(path: str | os.PathLike, *, label: str, also: tuple[str, str] | None = None,
-                      features: Sequence[str] | None = None) -> tuple[Path, pd.DataFrame]:
+                      features: Sequence[str] | None = None, classify: bool = True) -> tuple[Path, pd.DataFrame]:
     """A user's ``--csv`` file (values typed by pandas) with its ``--label`` column, and ``also``
     (an option and the column it names, e.g. ``("--client-column", "site")``), checked.
 
     Infinite values are refused in ``features`` (default: every column); the other
-    columns are left to the caller, which does not read them.
+    columns are left to the caller, which does not read them. ``classify``: the label
+    names classes, so fractional numbers there are refused (:func:`check_class_label`).
     """
     path = Path(path)
     if also and also[1] == label:
@@ -70,6 +73,8 @@ def read_labelled_csv(path: str | os.PathLike, *, label: str, also: tuple[str, s
         values = frame[column]
         if pd.api.types.is_float_dtype(values) and np.isinf(values.to_numpy(np.float64)).any():
             raise InputError(f"{path}: column {column!r} holds infinite values")
+    if classify:
+        check_class_label(path, frame, label)
     return path, frame
 
 
@@ -95,6 +100,21 @@ def not_numeric(source: str | os.PathLike, name: str, column: pd.Series, *,
         at = column.index[int(np.flatnonzero(stray.to_numpy())[0])]
         where = f"{column[at]!r} in data row {at + 1}; " if isinstance(at, (int, np.integer)) else f"{column[at]!r}; "
     return InputError(f"{source}: column {name!r} is not numeric ({where}{hint})")
+
+
+def check_class_label(path: Path, frame: pd.DataFrame, label: str) -> None:
+    """Refuse a ``--label`` of many distinct fractional numbers, a regression target: these methods
+    classify, and each value would become a class of its own. Text, whole numbers (1.0 too) and a few
+    fractional levels (a 2.5 / 3.0 / 3.5 rating) are classes."""
+    values = frame[label]
+    if not pd.api.types.is_float_dtype(values) or values.nunique() <= MAX_FRACTIONAL_CLASSES:
+        return
+    fractional = values.notna() & (values != np.floor(values))
+    if fractional.any():
+        at = int(np.flatnonzero(fractional.to_numpy())[0])
+        raise InputError(f"{path}: --label {label!r} holds {values.nunique()} distinct fractional numbers"
+                         f" ({float(values.iloc[at]):g} in data row {at + 1}); the method classifies, so the"
+                         " label must name classes, not a quantity")
 
 
 def delimiter_hint(frame: pd.DataFrame) -> str:

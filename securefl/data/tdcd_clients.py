@@ -55,7 +55,7 @@ def load_client_csv(path: str | Path, *, name: str, id_column: str, label: str,
     from securefl.data.chfl_clients import class_indices
     from securefl.data.tables import read_labelled_csv
 
-    path, frame = read_labelled_csv(path, label=label, also=("--id-column", id_column))
+    path, frame = read_labelled_csv(path, label=label, also=("--id-column", id_column), classify=False)
     ids = tuple(str(v) for v in frame[id_column])
     if len(set(ids)) != len(ids):
         raise InputError(f"{path}: column {id_column!r} holds duplicate IDs")

@@ -101,6 +101,31 @@ def test_csv_loader_names_the_missing_column(tmp_path, kwargs, message):
         load_csv_clients(path, **kwargs)
 
 
+def test_a_client_whose_test_rows_share_no_class_with_its_training_rows_is_refused():
+    # Arrange: every test label is one the training rows lack
+    train = pd.DataFrame({"num": [0.0, 2.0, 4.0], "label": ["a", "b", "a"]})
+    test = pd.DataFrame({"num": [2.0, 10.0], "label": ["c", "d"]})
+    # Act / Assert
+    with pytest.raises(InputError, match="client 'k': none of its 2 test rows has a class its 3 training rows have"):
+        encode_client(ClientTable("k", "label", train, test))
+
+
+def test_a_label_of_many_fractional_numbers_is_refused_as_a_quantity(tmp_path):
+    # Arrange: a regression target; a handful of fractional levels (a rating) stays a class label
+    frame = _toy(n=120)
+    frame["label"] = np.random.default_rng(1).normal(size=120)
+    target, rating = tmp_path / "target.csv", tmp_path / "rating.csv"
+    frame.to_csv(target, index=False)
+    frame.assign(label=np.tile([2.5, 3.0, 3.5], 40)).to_csv(rating, index=False)
+    # Act
+    rated = load_csv_clients(rating, label="label", client_column="site")
+    # Assert
+    assert len(rated.clients) == 2
+    with pytest.raises(InputError, match=r"target\.csv: --label 'label' holds 120 distinct fractional numbers"
+                                         r" \(-?[0-9.]+ in data row 1\); the method classifies"):
+        load_csv_clients(target, label="label", client_column="site")
+
+
 def test_a_client_without_labels_or_rows_is_an_input_error(tmp_path):
     # Arrange
     frame = _toy()
