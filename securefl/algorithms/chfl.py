@@ -95,6 +95,9 @@ class CHFLConfig:
         owner = "CHFLConfig"
         for name in ("rounds", "local_epochs", "batch_size"):
             check.positive_int(owner, name, getattr(self, name))
+        for name in ("hidden", "mus", "heads"):
+            if not isinstance(getattr(self, name), (tuple, list)):
+                raise InputError(f"CHFLConfig.{name} must be a tuple, got {getattr(self, name)!r}")
         for width in self.hidden:
             check.positive_int(owner, "hidden", width)
         check.positive_number(owner, "lr", self.lr)

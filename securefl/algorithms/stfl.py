@@ -81,9 +81,7 @@ class STFLConfig(TrainConfig):
         super().__post_init__()
         if isinstance(self.vae_epochs, bool) or not isinstance(self.vae_epochs, int) or self.vae_epochs < 1:
             raise InputError(f"STFLConfig.vae_epochs must be a positive int, got {self.vae_epochs!r}")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) \
-                or not self.timeout > 0:
-            raise InputError(f"STFLConfig.timeout must be a positive number of seconds, got {self.timeout!r}")
+        check.positive_number("STFLConfig", "timeout", self.timeout)
         if self.latent not in LATENT_READINGS:
             raise InputError(f"STFLConfig.latent must be one of {LATENT_READINGS}, got {self.latent!r}")
         if self.latent_seed is not None:

@@ -38,6 +38,7 @@ from protocols.transport.base import Transport
 from securefl.data.tdcd_sets import ClientShard
 from securefl.models.silo import ImageSilo, LinearSilo
 from securefl.runtime import SeedPlan, resolve_device
+from securefl.runtime import validation as check
 from securefl.runtime.federated import client_average
 from securefl.runtime.threads import intra_op_threads
 
@@ -62,21 +63,19 @@ class TDCDConfig:
     progress: Callable[[int, int], None] | None = None
 
     def __post_init__(self) -> None:
+        owner = "TDCDConfig"
         for name in ("rounds", "local_steps", "batch_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"TDCDConfig.{name} must be a positive int, got {value!r}")
+            check.positive_int(owner, name, getattr(self, name))
         if isinstance(self.eval_every, bool) or not isinstance(self.eval_every, int) or self.eval_every < 0:
             raise InputError(f"TDCDConfig.eval_every must be an int >= 0 (0: only at the end), got {self.eval_every!r}")
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
-            raise InputError(f"TDCDConfig.lr must be positive, got {self.lr!r}")
-        if not (isinstance(self.l2, (int, float)) and self.l2 >= 0):
-            raise InputError(f"TDCDConfig.l2 must be >= 0, got {self.l2!r}")
-        if not isinstance(self.secure, bool):
-            raise InputError(f"TDCDConfig.secure must be a bool, got {self.secure!r}")
-        if not self.stage_timeout > 0:
-            raise InputError(f"TDCDConfig.stage_timeout must be positive, got {self.stage_timeout!r}")
-        SeedPlan(self.seed)
+        check.positive_number(owner, "lr", self.lr)
+        check.non_negative_number(owner, "l2", self.l2)
+        check.flag(owner, "secure", self.secure)
+        check.device(owner, self.device)
+        check.positive_int(owner, "threads", self.threads, optional=True)
+        check.positive_number(owner, "stage_timeout", self.stage_timeout)
+        check.callback(owner, "progress", self.progress)
+        check.seed(owner, self.seed)
 
     def secagg(self, clients: int) -> SecAggConfig:
         """Masked averaging, unless asked for plain or a silo has one client (its average is its model)."""

@@ -33,6 +33,12 @@ def positive_number(owner: str, name: str, value: Any) -> None:
         raise InputError(f"{owner}.{name} must be a positive finite number, got {value!r}")
 
 
+def non_negative_number(owner: str, name: str, value: Any) -> None:
+    """``value`` is a finite number >= 0."""
+    if not _is_number(value) or value < 0:
+        raise InputError(f"{owner}.{name} must be a finite number >= 0, got {value!r}")
+
+
 def number_in(owner: str, name: str, value: Any, low: float, high: float, *, open_low: bool = False) -> None:
     """``value`` is a finite number in [low, high] (or (low, high] when ``open_low``)."""
     if not _is_number(value) or value > high or value < low or (open_low and value == low):
@@ -70,4 +76,4 @@ def callback(owner: str, name: str, value: Any) -> None:
         raise InputError(f"{owner}.{name} must be callable(epoch, total) or None, got {type(value).__name__}")
 
 
-__all__ = ["callback", "device", "flag", "number_in", "peer_timeout", "positive_int", "positive_number", "seed"]
+__all__ = ["callback", "device", "flag", "non_negative_number", "number_in", "peer_timeout", "positive_int", "positive_number", "seed"]

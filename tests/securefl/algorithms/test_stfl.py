@@ -96,6 +96,12 @@ def test_without_a_latent_seed_the_draws_come_from_the_os_not_from_the_run_seed(
     assert config.latent == "sample" and all(first[row] != second[row] for row in first)
 
 
+@pytest.mark.parametrize("value", [0, -1.0, float("inf"), float("nan"), True, "60"])
+def test_a_timeout_a_transport_cannot_wait_is_refused(value):
+    with pytest.raises(InputError, match="STFLConfig.timeout must be a positive finite number"):
+        STFLConfig(timeout=value)
+
+
 @pytest.mark.parametrize("value", [-1, 2**63, 1.5, True])
 def test_a_bad_latent_seed_names_the_field(value):
     with pytest.raises(InputError, match="STFLConfig.latent_seed"):

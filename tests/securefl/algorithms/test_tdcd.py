@@ -163,9 +163,16 @@ def test_the_torch_backend_gives_the_in_process_result():
 @pytest.mark.parametrize("kwargs, message", [
     ({"rounds": 0}, "rounds must be a positive int"),
     ({"local_steps": 1.5}, "local_steps must be a positive int"),
-    ({"lr": -1.0}, "lr must be positive"),
-    ({"l2": -0.1}, "l2 must be >= 0"),
+    ({"lr": -1.0}, "lr must be a positive finite number"),
+    ({"lr": float("inf")}, "lr must be a positive finite number"),
+    ({"l2": -0.1}, "l2 must be a finite number >= 0"),
+    ({"l2": float("nan")}, "l2 must be a finite number >= 0"),
     ({"eval_every": -1}, "eval_every must be an int >= 0"),
+    ({"device": "gpu"}, "device must be 'cpu', 'cuda' or 'cuda:N'"),
+    ({"threads": 0}, "threads must be a positive int or None"),
+    ({"stage_timeout": "10"}, "stage_timeout must be a positive finite number"),
+    ({"progress": "bar"}, "progress must be callable"),
+    ({"secure": 1}, "secure must be a bool"),
 ])
 def test_bad_settings_are_one_line_errors(kwargs, message):
     with pytest.raises(InputError, match=message):

@@ -30,6 +30,13 @@ def test_positive_number_rejects(value):
         check.positive_number("Cfg", "lr", value)
 
 
+@pytest.mark.parametrize("value", [-1e-3, math.inf, math.nan, True, "0"])
+def test_non_negative_number_rejects_and_takes_zero(value):
+    check.non_negative_number("Cfg", "l2", 0)
+    with pytest.raises(InputError, match=r"^Cfg\.l2 must be a finite number >= 0, got "):
+        check.non_negative_number("Cfg", "l2", value)
+
+
 def test_number_in_closed_and_open_bounds():
     check.number_in("Cfg", "eta", 0.0, 0.0, 1.0)
     check.number_in("Cfg", "eta", 1, 0.0, 1.0)
