@@ -83,9 +83,7 @@ class HEVFLConfig(SplitNNConfig):
         self.interactive_config().check_batch(self.batch_size)  # validates the HE settings too
         check.positive_int(type(self).__name__, "threads", self.threads, optional=True)
         for name in ("max_steps", "max_eval_batches"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise InputError(f"HEVFLConfig.{name} must be a positive int or None, got {value!r}")
+            check.positive_int("HEVFLConfig", name, getattr(self, name), optional=True)
 
     def interactive_config(self) -> InteractiveConfig:
         return InteractiveConfig(

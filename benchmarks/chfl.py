@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
-from benchmarks.common import (RESULTS_DIR, config_report, dataset_names, device_name, markdown_header,
+from benchmarks.common import (RESULTS_DIR, config_report, count_option, dataset_names, device_name, markdown_header,
                                read_result, run_main, writable, write_json, write_text)
 from benchmarks.pool import map_jobs
 from protocols.errors import InputError
@@ -100,18 +100,18 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--quick", action="store_true",
                    help="digits only, 1 split x 1 run, 4 rounds, 2 clients for Table III (labelled quick)")
     p.add_argument("--datasets", default=",".join(DATASETS))
-    p.add_argument("--rounds", type=int, default=20, help="communication rounds T (5 local epochs each)")
-    p.add_argument("--splits", type=int, default=3, help="random feature splits for Table II")
-    p.add_argument("--runs", type=int, default=2, help="sample seeds per feature split for Table II")
-    p.add_argument("--sweep-splits", type=int, default=2,
+    p.add_argument("--rounds", type=count_option, default=20, help="communication rounds T (5 local epochs each)")
+    p.add_argument("--splits", type=count_option, default=3, help="random feature splits for Table II")
+    p.add_argument("--runs", type=count_option, default=2, help="sample seeds per feature split for Table II")
+    p.add_argument("--sweep-splits", type=count_option, default=2,
                    help="feature splits (1 run each) per point of Table III and Fig. 4")
     p.add_argument("--clients", default="2,5,10", help="Table III client counts (covertype)")
     p.add_argument("--ratios", default="0.1,0.2,0.3,0.4,0.5", help="Fig. 4 common-feature ratios (covertype)")
     p.add_argument("--mus", default="0.1,0.25,0.5,1.0", help="the mu > 0 grid each client chooses from")
     p.add_argument("--lrs", default="0.0003,0.001,0.003",
                    help="Adam learning rates; each client picks its own on its validation rows (one run per lr)")
-    p.add_argument("--timing-rounds", type=int, default=3, help="rounds of the secure-vs-plain timing runs")
-    p.add_argument("--workers", type=int, default=2, help="processes running jobs (one torch thread each)")
+    p.add_argument("--timing-rounds", type=count_option, default=3, help="rounds of the secure-vs-plain timing runs")
+    p.add_argument("--workers", type=count_option, default=2, help="processes running jobs (one torch thread each)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--data-dir", default=None, help="dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--json", type=Path, default=None,
@@ -122,7 +122,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                    help="rewrite the Markdown and PNG from an existing --json file without running anything")
     p.add_argument("--merge", action="store_true",
                    help="keep the runs in --json (same rounds, mus, lrs, device); run only the planned ones it lacks")
-    p.add_argument("--max-runs", type=int, default=None,
+    p.add_argument("--max-runs", type=count_option, default=None,
                    help="run at most this many runs now (a run: one job at every lr), for chunks with --merge")
     a = p.parse_args(argv)
     a.json = a.json or RESULTS_DIR / ("chfl.quick.json" if a.quick else "chfl.json")

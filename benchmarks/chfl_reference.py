@@ -37,8 +37,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.chfl_merge import stored_runs
-from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, named_report, read_result, run_main,
-                               writable, write_json, write_text)
+from benchmarks.common import (RESULTS_DIR, count_option, dataset_names, markdown_header, named_report, read_result,
+                               run_main, writable, write_json, write_text)
 from protocols.errors import InputError
 
 DATASETS = ("covertype", "digits")
@@ -81,9 +81,9 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--quick", action="store_true",
                    help="digits, 5 clients, 1 split, 50 trees, 50 boosting rounds (labelled quick)")
     p.add_argument("--datasets", default=",".join(DATASETS))
-    p.add_argument("--splits", type=int, default=30,
+    p.add_argument("--splits", type=count_option, default=30,
                    help="feature splits at 5 clients (benchmarks.chfl ran the first 10: its --splits)")
-    p.add_argument("--sweep-splits", type=int, default=5,
+    p.add_argument("--sweep-splits", type=count_option, default=5,
                    help="feature splits at each other client count (benchmarks.chfl --sweep-splits)")
     p.add_argument("--clients", default="2,5,10", help="client counts (the first dataset only, as benchmarks.chfl)")
     p.add_argument("--data-dir", default=None, help="dataset files (default: $SECUREFL_DATA)")

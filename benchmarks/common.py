@@ -35,6 +35,21 @@ def dataset_names(parser: argparse.ArgumentParser, value: str, known: Collection
     return names
 
 
+def count_option(text: str) -> int:
+    """argparse type of a count option (seeds, epochs, workers, ...): an int no larger than any run
+    takes, so a huge value is a usage error, not an overflow deep inside torch or a process pool.
+    Each script checks its own lower bound."""
+    from securefl.runtime.validation import MAX_COUNT
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT}, got {text}")
+    return value
+
+
 def device_name(parser: argparse.ArgumentParser, value: str) -> str:
     """``--device`` checked before any work: cpu, or a CUDA device this machine has; else a
     one-line usage error (exit 2), not a traceback from deep inside a run."""
@@ -174,7 +189,8 @@ def named_report(benchmark: str, *, settings: dict[str, Any], quick: bool, argv:
 
 
 def run_main(main: Callable[[], int | None], name: str) -> int:
-    """``main()``'s exit status, with Ctrl-C ending in one line and status 130.
+    """``main()``'s exit status, with Ctrl-C ending in one line and status 130, and bad input
+    (:class:`~protocols.errors.InputError`) in one line and status 2.
 
     A benchmark writes its files (atomically) only after its last job, so an interrupted
     run leaves every result file as it was; the line says so.
@@ -184,11 +200,16 @@ def run_main(main: Callable[[], int | None], name: str) -> int:
 
     reproducible_blas()  # the same seed gives the same numbers on every run (before any matrix product)
     preload()  # torch's first optimizer imports its compiler stack: not inside the first run's time
+    from protocols.errors import InputError
+
     try:
         return int(main() or 0)
     except KeyboardInterrupt:
         print(f"{name}: interrupted; no result file was written", file=sys.stderr)
         return 130
+    except InputError as err:  # bad input found after parsing (a setting a config refuses, a data file)
+        print(f"{name}: error: {err}", file=sys.stderr)
+        return 2
 
 
 def write_json(path: str | os.PathLike, obj: dict[str, Any]) -> Path:

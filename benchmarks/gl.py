@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import (dataset_names, device_name, metadata, named_report, run_main, writable, write_json,
-                               write_text)
+from benchmarks.common import (count_option, dataset_names, device_name, metadata, named_report, run_main, writable,
+                               write_json, write_text)
 from benchmarks.gl_merge import (METHODS, StoredRuns, check_previous, complete_seeds, load_result, preflight,
                                 reused_runs, upgrade)
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
@@ -211,10 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="1 covertype seed (2 epochs, 2 blocks), 2 heart seeds")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--datasets", default="gl_covertype,gl_heart")
-    parser.add_argument("--cover-seeds", type=int, default=None,
+    parser.add_argument("--cover-seeds", type=count_option, default=None,
                         help=f"first N of 8..28 (default {DEFAULT_SEEDS['gl_covertype']})")
-    parser.add_argument("--heart-seeds", type=int, default=None, help="first N of 0..100 (default 101)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes over (method, seed) runs")
+    parser.add_argument("--heart-seeds", type=count_option, default=None, help="first N of 0..100 (default 101)")
+    parser.add_argument("--workers", type=count_option, default=2, help="worker processes over (method, seed) runs")
     parser.add_argument("--data-dir", default=os.environ.get("SECUREFL_DATA"))
     parser.add_argument("--reference", type=Path, default=REFERENCE)
     parser.add_argument("--json", type=Path, required=True)
@@ -231,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="what clients are evaluated with: their own last-round weights (local; Algorithm 1 "
                              "as written) or the last round's average (results before 2026-11-22) (default "
                              f"{switch_default('final')}; GLConfig.final_average)")
-    parser.add_argument("--batches", type=int, default=None,
+    parser.add_argument("--batches", type=count_option, default=None,
                         help="batches per local epoch for every dataset run (default: the paper's schedule, "
                              "covertype 10, heart 15 as Table 12 says; the authors launched heart with 5)")
     parser.add_argument("--select", choices=SELECT, default="last",

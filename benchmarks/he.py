@@ -27,8 +27,8 @@ import numpy as np
 import phe
 import tenseal as ts
 
-from benchmarks.common import (markdown_header, markdown_table, named_report, run_main, writable, write_json,
-                               write_text)
+from benchmarks.common import (count_option, markdown_header, markdown_table, named_report, run_main, writable,
+                               write_json, write_text)
 from protocols.errors import InputError
 from protocols.he import EncryptedArray, SecretContext, make_he
 from securefl.commands import plain_text
@@ -71,9 +71,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.he", description=plain_text(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="batch 32, d_in 8, d_out 16; labelled quick")
-    parser.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per operation (best kept)")
-    parser.add_argument("--key-bits", type=int, default=2048, help="Paillier modulus bits (>= 2048)")
+    parser.add_argument("--workers", type=count_option, default=None, help="threads (default: all cores)")
+    parser.add_argument("--repeats", type=count_option, default=3, help="timed runs per operation (best kept)")
+    parser.add_argument("--key-bits", type=count_option, default=2048, help="Paillier modulus bits (>= 2048)")
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
     parser.add_argument("--markdown", type=Path, default=None,
                         help="write the Markdown table here (default: --json with .md, so a scratch run "

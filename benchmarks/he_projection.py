@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchmarks.common import (RESULTS_DIR, config_report, device_name, markdown_header, markdown_table, run_main,
-                               writable, write_json, write_text)
+from benchmarks.common import (RESULTS_DIR, config_report, count_option, device_name, markdown_header, markdown_table,
+                               run_main, writable, write_json, write_text)
 from securefl.commands import plain_text
 
 DATASETS = ("breast", "default_credit", "give_credit", "breast_sklearn")
@@ -66,8 +66,9 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--dataset", choices=DATASETS, default="default_credit")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--he", choices=("ckks", "paillier"), default="ckks")
-    p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--timed-steps", type=int, default=5, help="steps the projection times (benchmarks.stfl's default)")
+    p.add_argument("--epochs", type=count_option, default=100)
+    p.add_argument("--timed-steps", type=count_option, default=5,
+                   help="steps the projection times (benchmarks.stfl's default)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--data-dir", type=Path, default=None, help="dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--json", type=Path, default=RESULTS_DIR / "he_projection.json")

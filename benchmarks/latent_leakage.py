@@ -30,8 +30,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, named_report, run_main,
-                               writable, write_json, write_text)
+from benchmarks.common import (RESULTS_DIR, count_option, dataset_names, markdown_header, markdown_table, named_report,
+                               run_main, writable, write_json, write_text)
 
 from benchmarks.stfl import DATASETS, PAPER_NAMES
 
@@ -112,7 +112,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, Path, Path, Path | N
     p = argparse.ArgumentParser(prog="python -m benchmarks.latent_leakage", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="bundled breast_sklearn, 2 seeds, 5 VAE epochs (labelled)")
     p.add_argument("--datasets", default=",".join(DATASETS))
-    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--seeds", type=count_option, default=3)
     p.add_argument("--known", default="0.1,0.5", help="shares of the common rows whose features the attacker knows")
     p.add_argument("--data-dir", type=Path, default=None, help="dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--json", type=Path, default=None)

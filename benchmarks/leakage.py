@@ -41,8 +41,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, dataset_names, markdown_header, markdown_table, named_report, read_result,
-                               run_main, writable, write_json, write_text)
+from benchmarks.common import (RESULTS_DIR, count_option, dataset_names, markdown_header, markdown_table, named_report,
+                               read_result, run_main, writable, write_json, write_text)
 from benchmarks.key_owner import key_owner_section, key_owner_views
 
 DATASETS = ("breast", "default_credit", "give_credit")
@@ -240,8 +240,8 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, Path, Path, Path | N
     p = argparse.ArgumentParser(prog="python -m benchmarks.leakage", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="bundled breast_sklearn, 2 seeds, 2 steps (labelled quick)")
     p.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated vertical datasets")
-    p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--steps", type=int, default=8, help="HE-VFL training steps observed (default 8)")
+    p.add_argument("--seeds", type=count_option, default=5)
+    p.add_argument("--steps", type=count_option, default=8, help="HE-VFL training steps observed (default 8)")
     p.add_argument("--he", choices=("ckks", "paillier"), default="ckks")
     p.add_argument("--data-dir", type=Path, default=None, help="dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--json", type=Path, default=None)

@@ -43,8 +43,8 @@ def start_worker(device: str = "cpu", threads: int | None = None) -> None:
 def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, device: str = "cpu",
              threads: int | None = None, mp_context: Any = None,
              on_done: Callable[[Any, int, int], None] | None = None) -> list[Any]:
-    """``fn(*job)`` for every job on ``workers`` processes, each started by :func:`start_worker`;
-    the results in job order.
+    """``fn(*job)`` for every job on ``workers`` processes (at most one per job), each started by
+    :func:`start_worker`; the results in job order.
 
     ``on_done(result, done, total)`` is called in this process as each job ends. The
     first job error is raised here, after the other jobs are cancelled or ended.
@@ -53,7 +53,7 @@ def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, dev
     # there a SEAL context or a helper's threads of an earlier run would be torn down without the
     # threads that the fork did not copy, and a C++ destructor aborted a worker that way
     gc.collect()
-    pool = ProcessPoolExecutor(workers, mp_context=mp_context or worker_context(),
+    pool = ProcessPoolExecutor(max(1, min(workers, len(jobs))), mp_context=mp_context or worker_context(),
                                initializer=partial(start_worker, device, threads))
     try:
         with ctrl_c_stays_here():  # the workers start (at submit) without a SIGINT of their own

@@ -27,8 +27,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (config_report, markdown_header, markdown_table, run_main, writable, write_json,
-                               write_text)
+from benchmarks.common import (config_report, count_option, markdown_header, markdown_table, run_main, writable,
+                               write_json, write_text)
 from protocols.psi import intersect
 from securefl.commands import plain_text
 
@@ -67,7 +67,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser.add_argument("--sizes", type=_sizes,
                         help="IDs per party, comma-separated (default 100000,1000000)")
     parser.add_argument("--quick", action="store_true", help=f"small sizes {QUICK_SIZES}, labelled quick")
-    parser.add_argument("--workers", type=int, default=None, help="blinding processes (default: all cores)")
+    parser.add_argument("--workers", type=count_option, default=None, help="blinding processes (default: all cores)")
     parser.add_argument("--skip-openmined", action="store_true", help="time only our PSI")
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
     parser.add_argument("--markdown", type=Path, default=None,

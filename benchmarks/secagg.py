@@ -23,8 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, markdown_header, markdown_table, named_report, run_main, writable,
-                               write_json, write_text)
+from benchmarks.common import (RESULTS_DIR, count_option, markdown_header, markdown_table, named_report, run_main,
+                               writable, write_json, write_text)
 from protocols.channels import SecAggConfig, secagg_client, secagg_server
 from protocols.channels.crypto import new_seed
 from protocols.channels.prg import PRGS, MaskAccumulator
@@ -164,10 +164,10 @@ def markdown(meta: dict[str, Any], out: dict[str, Any], settings: BenchSettings)
 def parse_args(argv: Sequence[str] | None = None) -> tuple[BenchSettings, Path | None, Path]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.secagg", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small vectors, fewer repeats (labelled quick)")
-    parser.add_argument("--clients", type=int, default=10)
-    parser.add_argument("--length", type=int, default=None, help="floats per client (default 1e6, quick 2e4)")
-    parser.add_argument("--repeats", type=int, default=None, help="rounds per scenario (default 5, quick 1)")
-    parser.add_argument("--max-dropouts", type=int, default=2)
+    parser.add_argument("--clients", type=count_option, default=10)
+    parser.add_argument("--length", type=count_option, default=None, help="floats per client (default 1e6, quick 2e4)")
+    parser.add_argument("--repeats", type=count_option, default=None, help="rounds per scenario (default 5, quick 1)")
+    parser.add_argument("--max-dropouts", type=count_option, default=2)
     parser.add_argument("--stage-timeout", type=float, default=2.0)
     parser.add_argument("--prg", choices=PRGS, default="aes128-ctr")
     parser.add_argument("--json", type=Path, default=None, help="write results here")

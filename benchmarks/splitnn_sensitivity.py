@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, config_report, device_name, markdown_header, markdown_table,
+from benchmarks.common import (RESULTS_DIR, config_report, count_option, device_name, markdown_header, markdown_table,
                                read_result, run_main, writable, write_json, write_text)
 from benchmarks.he_projection import DATASETS
 
@@ -56,8 +56,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                                                         f"{QUICK['draws']} draws (labelled quick)")
     p.add_argument("--dataset", choices=DATASETS, default="default_credit")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--draws", type=int, default=8)
+    p.add_argument("--epochs", type=count_option, default=100)
+    p.add_argument("--draws", type=count_option, default=8)
     p.add_argument("--jitter", type=float, default=1e-8, help="noise std relative to each feature's std")
     p.add_argument("--device", default="cpu")
     p.add_argument("--data-dir", type=Path, default=None, help="dataset files (default: $SECUREFL_DATA)")

@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 from benchmarks import stfl_merge
 from benchmarks.checkpoint import CellLog, checkpoint_path
 from benchmarks.stfl_merge import STFL_ROWS
-from benchmarks.common import (RESULTS_DIR, config_report, dataset_names, device_name, markdown_header,
+from benchmarks.common import (RESULTS_DIR, config_report, count_option, dataset_names, device_name, markdown_header,
                                read_result, run_main, writable, write_json, write_text)
 from benchmarks.probe import seal_rotation_ms
 from benchmarks.stfl_gpu import gpu_beside
@@ -87,16 +87,16 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.stfl", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="breast only, 2 seeds, 10 epochs (labelled quick)")
     p.add_argument("--datasets", default=",".join(DATASETS))
-    p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--seeds", type=count_option, default=5)
+    p.add_argument("--epochs", type=count_option, default=100)
     p.add_argument("--device", default="cpu")
     p.add_argument("--data-dir", type=Path, default=None, help="dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--he", default="paillier,ckks", help="HE-VFL backends")
-    p.add_argument("--ckks-max-steps", type=int, default=250,
+    p.add_argument("--ckks-max-steps", type=count_option, default=250,
                    help="run CKKS HE-VFL fully through the protocol up to this many training steps")
-    p.add_argument("--paillier-max-steps", type=int, default=0,
+    p.add_argument("--paillier-max-steps", type=count_option, default=0,
                    help="same for Paillier (about 5 s a step here, so extrapolated by default)")
-    p.add_argument("--he-timed-steps", type=int, default=5, help="steps timed when extrapolating")
+    p.add_argument("--he-timed-steps", type=count_option, default=5, help="steps timed when extrapolating")
     p.add_argument("--resume", action="store_true",
                    help="keep the finished cells of a stopped run with the same settings and commit "
                         "(kept in <json>.cells.jsonl as each ends) and run only the others")
@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
                         "(default on --device cuda; --no-cuda-graphs runs the eager loop)")
     p.add_argument("--rows", default=None,
                    help="only these Table I rows, comma-separated (e.g. 'stfl,he-vfl ckks'); default every row")
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--workers", type=count_option, default=1,
                    help="processes running (seed, method) cells at once; above 1 the cells share the machine")
     p.add_argument("--json", type=Path, default=None,
                    help="default benchmarks/results/stfl.json (stfl.quick.json with --quick, so a quick run "

@@ -31,8 +31,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import (RESULTS_DIR, dataset_names, device_name, markdown_header, named_report, read_result,
-                               run_main, writable, write_json, write_text)
+from benchmarks.common import (RESULTS_DIR, count_option, dataset_names, device_name, markdown_header, named_report,
+                               read_result, run_main, writable, write_json, write_text)
 from benchmarks.tdcd_report import markdown, plot_curves
 
 REGRESSION = ("tdcd_pol", "tdcd_elevators", "tdcd_kegg", "superconductivity", "diabetes_sklearn")
@@ -149,11 +149,11 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, Path, Path, Path | N
     p.add_argument("--figures", default="2a,2b,2c,3a,3b", help="comma-separated panels (default: all)")
     p.add_argument("--datasets", default="tdcd_pol,tdcd_elevators,tdcd_kegg",
                    help="regression datasets for Fig. 2 (mnist runs Fig. 3)")
-    p.add_argument("--rounds", type=int, default=None,
+    p.add_argument("--rounds", type=count_option, default=None,
                    help="communication rounds of every panel (default: 2a 100, 2b and 2c 300, Fig. 3 20)")
-    p.add_argument("--seeds", type=int, default=1)
-    p.add_argument("--eval-points", type=int, default=20, help="objective evaluations per curve (default 20)")
-    p.add_argument("--mnist-scale", type=int, default=MNIST_SCALE, help="divide Fig. 3's batch sizes by this")
+    p.add_argument("--seeds", type=count_option, default=1)
+    p.add_argument("--eval-points", type=count_option, default=20, help="objective evaluations per curve (default 20)")
+    p.add_argument("--mnist-scale", type=count_option, default=MNIST_SCALE, help="divide Fig. 3's batch sizes by this")
     p.add_argument("--device", default="cpu")
     p.add_argument("--data-dir", type=Path, default=None, help="dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--json", type=Path, default=None)

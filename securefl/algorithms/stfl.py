@@ -79,8 +79,7 @@ class STFLConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.vae_epochs, bool) or not isinstance(self.vae_epochs, int) or self.vae_epochs < 1:
-            raise InputError(f"STFLConfig.vae_epochs must be a positive int, got {self.vae_epochs!r}")
+        check.positive_int("STFLConfig", "vae_epochs", self.vae_epochs)
         check.positive_number("STFLConfig", "timeout", self.timeout)
         if self.latent not in LATENT_READINGS:
             raise InputError(f"STFLConfig.latent must be one of {LATENT_READINGS}, got {self.latent!r}")

@@ -19,12 +19,19 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest count (epochs, rounds, batch size, width) a config takes: torch's int64 indexing
+overflows well past it, and no run needs more."""
+
+
 def positive_int(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
-    """``value`` is an int >= 1 (or None when ``optional``)."""
+    """``value`` is an int in [1, MAX_COUNT] (or None when ``optional``)."""
     if optional and value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{owner}.{name} must be a positive int{' or None' if optional else ''}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        raise InputError(f"{owner}.{name} must be a positive int{' or None' if optional else ''}"
+                         f"{f' (at most {MAX_COUNT})' if isinstance(value, int) and value > MAX_COUNT else ''},"
+                         f" got {value!r}")
 
 
 def positive_number(owner: str, name: str, value: Any) -> None:
@@ -76,4 +83,5 @@ def callback(owner: str, name: str, value: Any) -> None:
         raise InputError(f"{owner}.{name} must be callable(epoch, total) or None, got {type(value).__name__}")
 
 
-__all__ = ["callback", "device", "flag", "non_negative_number", "number_in", "peer_timeout", "positive_int", "positive_number", "seed"]
+__all__ = ["MAX_COUNT", "callback", "device", "flag", "non_negative_number", "number_in", "peer_timeout", "positive_int",
+           "positive_number", "seed"]

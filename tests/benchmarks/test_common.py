@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from benchmarks import chfl, gl, stfl
-from benchmarks.common import config_report, dataset_names, device_name, git_commit, read_result, write_json
+from benchmarks.common import (config_report, count_option, dataset_names, device_name, git_commit, read_result,
+                               write_json)
 
 KNOWN = ("breast", "default_credit", "give_credit")
 
@@ -38,6 +39,23 @@ def test_a_bad_dataset_list_is_a_one_line_usage_error(capsys, value, message):
     # Assert
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"bench: error: {message}"
+
+
+@pytest.mark.parametrize("start", [stfl.parse_args, chfl.parse_args], ids=["stfl", "chfl"])
+def test_a_count_past_what_any_run_takes_is_a_usage_error_not_an_overflow(capsys, start):
+    # Act
+    with pytest.raises(SystemExit) as exit_info:
+        start(["--quick", "--workers", "99999999999999999999"])
+    # Assert
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "error: argument --workers: must be at most 2147483647, got 99999999999999999999")
+
+
+def test_count_option_reads_ints_and_names_what_is_not_one():
+    assert count_option("7") == 7 and count_option("-1") == -1  # each script checks its own lower bound
+    with pytest.raises(argparse.ArgumentTypeError, match="invalid int value: '2.5'"):
+        count_option("2.5")
 
 
 def test_device_name_accepts_cpu():

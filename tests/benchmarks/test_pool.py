@@ -61,6 +61,34 @@ def test_ctrl_c_in_a_benchmark_is_one_line_and_status_130(capsys):
     assert run_main(lambda: 3, "benchmarks.x") == 3
 
 
+def test_bad_input_found_inside_a_benchmark_is_one_line_and_status_2(capsys):
+    from protocols.errors import InputError
+
+    def refused() -> int:
+        raise InputError("GLConfig.batches must be a positive int, got 0")
+
+    assert run_main(refused, "benchmarks.x") == 2
+    assert capsys.readouterr().err == "benchmarks.x: error: GLConfig.batches must be a positive int, got 0\n"
+
+
+def test_no_more_workers_start_than_there_are_jobs(monkeypatch):
+    # Arrange: record the pool size map_jobs asks for
+    import benchmarks.pool
+
+    sizes = []
+    real = benchmarks.pool.ProcessPoolExecutor
+
+    def recording(workers, **kwargs):
+        sizes.append(workers)
+        return real(workers, **kwargs)
+
+    monkeypatch.setattr(benchmarks.pool, "ProcessPoolExecutor", recording)
+    # Act
+    out = map_jobs(square, [(3,), (4,)], workers=64)
+    # Assert
+    assert out == [9, 16] and sizes == [2]
+
+
 def start_method() -> str:
     import multiprocessing
 

@@ -18,6 +18,13 @@ def test_positive_int_rejects_non_positive_or_non_int(value):
         check.positive_int("Cfg", "epochs", value)
 
 
+def test_positive_int_has_a_ceiling_torch_can_index():
+    check.positive_int("Cfg", "epochs", check.MAX_COUNT)
+    with pytest.raises(InputError, match=r"^Cfg\.epochs must be a positive int \(at most 2147483647\),"
+                                         r" got 2147483648$"):
+        check.positive_int("Cfg", "epochs", check.MAX_COUNT + 1)
+
+
 def test_positive_int_optional_takes_none_and_says_so_otherwise():
     check.positive_int("Cfg", "top", None, optional=True)
     with pytest.raises(InputError, match="positive int or None"):
