@@ -69,7 +69,8 @@ def read_labelled_csv(path: str | os.PathLike, *, label: str, also: tuple[str, s
             known = ", ".join(map(str, frame.columns))
             raise InputError(f"{option}: column {column!r} not in {path} (columns: {known}){delimiter_hint(frame)}")
     check_header(path)
-    for column in frame.columns if features is None else [c for c in frame.columns if c in set(features)]:
+    named = None if features is None else set(features)
+    for column in frame.columns if named is None else [c for c in frame.columns if c in named]:
         values = frame[column]
         if pd.api.types.is_float_dtype(values) and np.isinf(values.to_numpy(np.float64)).any():
             raise InputError(f"{path}: column {column!r} holds infinite values")
