@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from typing import Iterator
 
 _PR_SET_PDEATHSIG = 1
+MAX_WORKERS = 1024
+"""The most worker processes or threads a pool is given: more than any host's cores."""
 _STRANDED = threading.Event()
 """Set once a transport of this process closed with receiver threads still blocked in native code."""
 
@@ -87,4 +89,16 @@ def exit_status(code: int) -> int:
     return code
 
 
-__all__ = ["ctrl_c_stays_here", "die_with_parent", "exit_status", "mark_stranded"]
+def worker_count(workers: int | None) -> int:
+    """A pool size asked for: ``None`` means all cores, else an int in 0..MAX_WORKERS (what 0
+    means is the caller's); anything else is an InputError rather than a pool that cannot start."""
+    from protocols.errors import InputError
+
+    if workers is None:
+        return os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 0 <= workers <= MAX_WORKERS:
+        raise InputError(f"workers must be an int in 0..{MAX_WORKERS} or None, got {workers!r}")
+    return workers
+
+
+__all__ = ["MAX_WORKERS", "ctrl_c_stays_here", "die_with_parent", "exit_status", "mark_stranded", "worker_count"]

@@ -11,13 +11,12 @@ are used in place.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence, TypeVar
 
 import gmpy2
 
-from protocols.errors import InputError
+from protocols.lifecycle import worker_count
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -25,11 +24,7 @@ R = TypeVar("R")
 
 def resolve_workers(workers: int | None) -> int:
     """Threads to use: ``None`` means all cores; 0 or 1 means the calling thread."""
-    if workers is None:
-        return os.cpu_count() or 1
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        raise InputError(f"workers must be a non-negative int or None, got {workers!r}")
-    return max(workers, 1)
+    return max(worker_count(workers), 1)
 
 
 def _gil_free(fn: Callable[[Sequence[T]], list[R]], chunk: Sequence[T]) -> list[R]:

@@ -19,7 +19,6 @@ point with ``if __name__ == "__main__":``.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from array import array
 from concurrent.futures import Executor, ProcessPoolExecutor
 from functools import partial
@@ -27,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from protocols.errors import InputError
+from protocols.lifecycle import worker_count
 from protocols.psi.curve import POINT_BYTES, blind_chunk, hash_and_blind_chunk, new_scalar
 
 MIN_PARALLEL = 4096  # below this many elements, blind in the calling thread
@@ -37,11 +36,7 @@ MIN_CHUNK = 256
 
 def resolve_workers(workers: int | None) -> int:
     """The number of worker processes: ``None`` means all cores; 0 means none (inline)."""
-    if workers is None:
-        return os.cpu_count() or 1
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        raise InputError(f"workers must be a non-negative int or None, got {workers!r}")
-    return workers
+    return worker_count(workers)
 
 
 def make_pool(workers: int) -> ProcessPoolExecutor:

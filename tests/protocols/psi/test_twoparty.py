@@ -134,6 +134,15 @@ def test_str_subclasses_become_plain_str():
     assert ids == ["a", "b"] and all(type(i) is str for i in ids)
 
 
-def test_bad_workers_is_an_input_error():
-    with pytest.raises(InputError, match="workers"):
-        intersect(["a"], ["a"], workers=-1)
+@pytest.mark.parametrize("workers", [-1, 1025, 2**40, True, 2.0])
+def test_bad_workers_is_an_input_error(workers):
+    with pytest.raises(InputError, match=r"workers must be an int in 0\.\.1024 or None"):
+        intersect(["a"], ["a"], workers=workers)
+
+
+def test_he_threads_take_the_same_bounds_and_treat_zero_as_one():
+    from protocols.he.parallel import resolve_workers
+
+    assert resolve_workers(0) == 1 and resolve_workers(1024) == 1024
+    with pytest.raises(InputError, match=r"workers must be an int in 0\.\.1024 or None, got 2147483647"):
+        resolve_workers(2**31 - 1)
