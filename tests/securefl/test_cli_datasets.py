@@ -91,3 +91,25 @@ def test_a_data_folder_that_does_not_exist_is_a_one_line_error(capsys, tmp_path)
 def test_every_registered_kind_has_its_methods():
     assert {entry.kind for entry in REGISTRY.values()} <= set(command.METHODS)
     assert all(name in REGISTRY for name in command.SHARED_COLUMNS)
+
+
+def test_centralized_is_listed_for_exactly_the_gl_datasets_a_centralized_run_takes():
+    # Arrange: the rule itself lives in baselines.gl_baselines.pooled_table; this list must follow it
+    import os
+
+    from baselines.gl_baselines import pooled_table
+    from protocols.errors import InputError
+    from securefl.data.registry import load_registered
+
+    if not os.environ.get(DATA_ENV):
+        pytest.skip(f"{DATA_ENV} is not set: the GL dataset files are not available")
+    for entry in (e for e in REGISTRY.values() if e.kind == "gl" and e.available):
+        dataset = load_registered(entry.name, kind="gl")
+        # Act
+        try:
+            pooled_table(dataset, dataset.split(0))
+            takes = True
+        except InputError:
+            takes = False
+        # Assert
+        assert takes == ("centralized" in command.methods(entry)), entry.name
