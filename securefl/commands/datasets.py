@@ -21,7 +21,7 @@ from securefl.commands import plain_text
 from securefl.commands.run import VERTICAL_METHODS
 from securefl.commands.run_horizontal import CHFL_METHODS, GL_METHODS
 from securefl.data.entries import DatasetEntry
-from securefl.data.registry import DATA_ENV, REGISTRY, data_dir, file_sha256
+from securefl.data.registry import DATA_ENV, REGISTRY, data_dir, file_state
 from securefl.results import check_output, write_json_atomically
 
 METHODS = {"vertical": VERTICAL_METHODS, "chfl": (*CHFL_METHODS, "local"), "gl": (*GL_METHODS, "local"),
@@ -56,17 +56,7 @@ def methods(entry: DatasetEntry) -> tuple[str, ...]:
 
 def file_states(entry: DatasetEntry, root: Path, *, verify: bool) -> tuple[FileState, ...]:
     """Where each of ``entry``'s files stands under ``root``."""
-    states = []
-    for data_file in entry.files:
-        path = root / data_file.path
-        if not path.is_file():
-            state = "missing"
-        elif verify and data_file.sha256 is not None:
-            state = "verified" if file_sha256(path) == data_file.sha256 else "damaged"
-        else:
-            state = "present"
-        states.append(FileState(data_file.path, state))
-    return tuple(states)
+    return tuple(FileState(f.path, file_state(root, f, verify=verify)[0]) for f in entry.files)
 
 
 def status(entry: DatasetEntry, files: tuple[FileState, ...] | None) -> str:

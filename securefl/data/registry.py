@@ -150,16 +150,27 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def file_state(root: Path, data_file: DataFile, *, verify: bool = True) -> tuple[str, str | None]:
+    """Where the file stands under ``root``, and its sha256 when read: ``("missing", None)``,
+    ``("present", None)`` (not checked: ``verify`` off, or no registered checksum),
+    ``("verified", sha)`` or ``("damaged", sha)``."""
+    path = root / data_file.path
+    if not path.is_file():
+        return "missing", None
+    if not verify or data_file.sha256 is None:
+        return "present", None
+    actual = file_sha256(path)
+    return ("verified" if actual == data_file.sha256 else "damaged"), actual
+
+
 def verify_file(root: Path, data_file: DataFile, *, dataset: str) -> Path:
     """The file's path under ``root`` after checking that it exists and has the registered sha256."""
     path = root / data_file.path
-    if not path.is_file():
+    state, actual = file_state(root, data_file)
+    if state == "missing":
         raise InputError(f"dataset {dataset!r}: file {path} not found (expected as {data_file.path}"
                          " under the data folder)")
-    if data_file.sha256 is None:
-        return path
-    actual = file_sha256(path)
-    if actual != data_file.sha256:
+    if state == "damaged":
         raise InputError(f"dataset {dataset!r}: {path} has sha256 {actual}, but the registry expects"
                          f" {data_file.sha256}; the file is damaged or a different version")
     return path

@@ -10,7 +10,7 @@ import pytest
 from protocols.errors import InputError
 from securefl.data import (DEFAULT_DATASET, REGISTRY, DataFile, data_dir, get_dataset, list_datasets,
                            load_vertical)
-from securefl.data.registry import DATA_ENV, verify_file
+from securefl.data.registry import DATA_ENV, file_state, verify_file
 
 STFL_DATASETS = {"breast", "default_credit", "give_credit", "breast_sklearn"}
 
@@ -112,3 +112,15 @@ def test_verify_file_accepts_a_matching_file(tmp_path):
     abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
     assert verify_file(tmp_path, DataFile("a.txt", abc), dataset="t") == tmp_path / "a.txt"
+
+
+def test_file_state_says_where_a_file_stands_without_raising(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"abc")
+    abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    wrong = "0" * 64
+
+    assert file_state(tmp_path, DataFile("b.txt", abc)) == ("missing", None)
+    assert file_state(tmp_path, DataFile("a.txt", abc)) == ("verified", abc)
+    assert file_state(tmp_path, DataFile("a.txt", wrong)) == ("damaged", abc)
+    assert file_state(tmp_path, DataFile("a.txt", wrong), verify=False) == ("present", None)
+    assert file_state(tmp_path, DataFile("a.txt", None)) == ("present", None)
