@@ -195,13 +195,12 @@ def run_main(main: Callable[[], int | None], name: str) -> int:
     A benchmark writes its files (atomically) only after its last job, so an interrupted
     run leaves every result file as it was; the line says so.
     """
+    from protocols.errors import InputError
     from securefl.runtime.preload import preload
     from securefl.runtime.reproducible import reproducible_blas
 
     reproducible_blas()  # the same seed gives the same numbers on every run (before any matrix product)
     preload()  # torch's first optimizer imports its compiler stack: not inside the first run's time
-    from protocols.errors import InputError
-
     try:
         return int(main() or 0)
     except KeyboardInterrupt:
