@@ -11,10 +11,14 @@ that job would otherwise load inside its clock (:func:`securefl.runtime.preload.
 on the benchmark's device: a spawned worker starts with no torch modules and no CUDA
 context of its own).
 
-A process that has used CUDA cannot fork a child that uses it too ("Cannot
-re-initialize CUDA in forked subprocess"), and a ``--device cuda`` benchmark touches
-CUDA before its jobs start (to name the GPU in its result). So once CUDA is
-initialised here, workers start by spawn unless the caller chose a context.
+Workers start by spawn (a fresh interpreter) unless the caller chooses a context. A
+forked worker inherits a copy of this process's memory, including any lock that one of
+its threads held at the fork; no thread comes along to release it. Once torch has
+run multi-threaded here, a fork risks a deadlock or a crash in the child, and one
+forked GL worker did segfault in CI that way, inside torch. A process that has used
+CUDA cannot fork a child that uses it either ("Cannot re-initialize CUDA in forked
+subprocess"). The spawned worker's imports and preload run before its first job,
+outside every job's clock.
 """
 
 from __future__ import annotations
@@ -72,10 +76,9 @@ def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int, dev
 
 
 def worker_context() -> Any:
-    """Spawn where this process has initialised CUDA (a fork could not use it), else the default."""
-    import torch
-
-    return multiprocessing.get_context("spawn") if torch.cuda.is_initialized() else None
+    """Spawn: a forked worker could inherit a lock held by one of this process's threads (torch's,
+    a party's), or a CUDA context it cannot use."""
+    return multiprocessing.get_context("spawn")
 
 
 __all__ = ["map_jobs", "start_worker", "worker_context"]

@@ -297,13 +297,10 @@ def _tiny_dataset(rows=80, name="breast"):
                            (PartyTable("passive", ids, xp, ("p0", "p1")),))
 
 
-def test_cells_on_workers_give_the_results_of_cells_run_one_by_one(monkeypatch):
-    # Arrange: two cheap methods, 2 seeds, 3 epochs; the workers fork, so they see the patched rows
-    from benchmarks.stfl_runs import run_centralized_row, run_stfl_row
-
-    monkeypatch.setattr(stfl, "_methods", lambda cfg: [("centralized", False, run_centralized_row),
-                                                        ("stfl", False, run_stfl_row)])
-    cfg = stfl.parse_args(["--datasets", "breast", "--seeds", "2", "--epochs", "3", "--json", "unused.json"])
+def test_cells_on_workers_give_the_results_of_cells_run_one_by_one():
+    # Arrange: two cheap methods, 2 seeds, 3 epochs (the spawned workers read the rows from the config)
+    cfg = stfl.parse_args(["--datasets", "breast", "--seeds", "2", "--epochs", "3", "--rows", "centralized,stfl",
+                           "--json", "unused.json"])
     datasets = {"breast": _tiny_dataset(80), "default_credit": _tiny_dataset(120, "default_credit")}
     # Act
     alone = stfl.run_datasets(datasets, cfg)
