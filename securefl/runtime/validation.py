@@ -83,5 +83,5 @@ def callback(owner: str, name: str, value: Any) -> None:
         raise InputError(f"{owner}.{name} must be callable(epoch, total) or None, got {type(value).__name__}")
 
 
-__all__ = ["MAX_COUNT", "callback", "device", "flag", "non_negative_number", "number_in", "peer_timeout", "positive_int",
-           "positive_number", "seed"]
+__all__ = ["MAX_COUNT", "callback", "device", "flag", "non_negative_number", "number_in", "peer_timeout",
+           "positive_int", "positive_number", "seed"]
