@@ -259,10 +259,8 @@ def run_all(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
     if cfg.workers == 1:
         preload(cfg.device)
         return [show(run_job(j, cfg)) for j in jobs]
-    import multiprocessing
-
     return map_jobs(run_job, [(j, cfg) for j in jobs], workers=cfg.workers, device=cfg.device, threads=1,
-                    mp_context=multiprocessing.get_context("spawn"), on_done=show)
+                    on_done=show)
 
 
 def render(report: dict[str, Any], cfg: Config) -> None:

@@ -22,6 +22,8 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
+from protocols.errors import InputError
+
 _PR_SET_PDEATHSIG = 1
 MAX_WORKERS = 1024
 """The most worker processes or threads a pool is given: more than any host's cores."""
@@ -92,8 +94,6 @@ def exit_status(code: int) -> int:
 def worker_count(workers: int | None) -> int:
     """A pool size asked for: ``None`` means all cores, else an int in 0..MAX_WORKERS (what 0
     means is the caller's); anything else is an InputError rather than a pool that cannot start."""
-    from protocols.errors import InputError
-
     if workers is None:
         return os.cpu_count() or 1
     if isinstance(workers, bool) or not isinstance(workers, int) or not 0 <= workers <= MAX_WORKERS:

@@ -108,12 +108,13 @@ def check_class_label(path: Path, frame: pd.DataFrame, label: str) -> None:
     classify, and each value would become a class of its own. Text, whole numbers (1.0 too) and a few
     fractional levels (a 2.5 / 3.0 / 3.5 rating) are classes."""
     values = frame[label]
-    if not pd.api.types.is_float_dtype(values) or values.nunique() <= MAX_FRACTIONAL_CLASSES:
+    distinct = values.nunique() if pd.api.types.is_float_dtype(values) else 0
+    if distinct <= MAX_FRACTIONAL_CLASSES:
         return
     fractional = values.notna() & (values != np.floor(values))
     if fractional.any():
         at = int(np.flatnonzero(fractional.to_numpy())[0])
-        raise InputError(f"{path}: --label {label!r} holds {values.nunique()} distinct fractional numbers"
+        raise InputError(f"{path}: --label {label!r} holds {distinct} distinct fractional numbers"
                          f" ({float(values.iloc[at]):g} in data row {at + 1}); the method classifies, so the"
                          " label must name classes, not a quantity")
 

@@ -29,9 +29,8 @@ def positive_int(owner: str, name: str, value: Any, *, optional: bool = False) -
     if optional and value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
-        raise InputError(f"{owner}.{name} must be a positive int{' or None' if optional else ''}"
-                         f"{f' (at most {MAX_COUNT})' if isinstance(value, int) and value > MAX_COUNT else ''},"
-                         f" got {value!r}")
+        cap = f" (at most {MAX_COUNT})" if isinstance(value, int) and value > MAX_COUNT else ""
+        raise InputError(f"{owner}.{name} must be a positive int{' or None' if optional else ''}{cap}, got {value!r}")
 
 
 def positive_number(owner: str, name: str, value: Any) -> None:
