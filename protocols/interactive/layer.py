@@ -145,6 +145,8 @@ class InteractiveConfig:
                 or not 1 <= self.mask_bits <= 40:
             raise InputError(f"InteractiveConfig.mask_bits must be an int in 1..40, got {self.mask_bits!r}")
         he_config = self.he_config()  # validates key size, precision, workers; makes no key
+        if self.he != "paillier":  # the Paillier fields are unused then, but a bad value is still refused
+            self._paillier_config()
         if self.packed_ckks and self.activation_bound > he_config.value_limit:
             raise InputError(f"InteractiveConfig.activation_bound must be at most "
                              f"{he_config.value_limit:g} for packed CKKS, got {self.activation_bound!r}")
@@ -155,6 +157,9 @@ class InteractiveConfig:
             return make_config("ckks", **PACKED_CKKS_OPTIONS, workers=self.workers)
         if self.he == "ckks":
             return make_config("ckks", workers=self.workers)
+        return self._paillier_config()
+
+    def _paillier_config(self) -> Any:
         return make_config("paillier", key_bits=self.key_bits, precision_bits=self.precision_bits,
                            insecure_small_keys_for_tests=self.insecure_small_keys_for_tests,
                            workers=self.workers)

@@ -101,6 +101,15 @@ def test_bad_config(kwargs: dict) -> None:
         InteractiveConfig(**kwargs)
 
 
+@pytest.mark.parametrize("he", ["ckks", "paillier"])
+@pytest.mark.parametrize(("kwargs", "field"), [(dict(key_bits=1000), "key_bits"),
+                                               (dict(precision_bits=-1), "precision_bits"),
+                                               (dict(key_bits="2048"), "key_bits")])
+def test_paillier_fields_are_checked_whatever_the_scheme(he: str, kwargs: dict, field: str) -> None:
+    with pytest.raises(InputError, match=field):
+        InteractiveConfig(he=he, **kwargs)
+
+
 def test_parties_must_agree_on_the_scheme() -> None:
     from protocols.interactive import ActiveInteractive, PassiveInteractive
     from protocols.transport import run_parties
