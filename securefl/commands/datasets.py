@@ -26,9 +26,7 @@ from securefl.results import check_output, write_json_atomically
 
 METHODS = {"vertical": VERTICAL_METHODS, "chfl": (*CHFL_METHODS, "local"), "gl": (*GL_METHODS, "local"),
            "tdcd": ("tdcd",)}
-"""What ``securefl run`` takes for each dataset kind; GL's Centralized needs shared columns (below)."""
-SHARED_COLUMNS = ("gl_covertype",)
-"""GL datasets whose clients share their columns, so ``securefl run centralized`` takes them too."""
+"""What ``securefl run`` takes for each dataset kind; a GL entry marked ``pooled`` takes Centralized too."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ def add_parser(subparsers: Any) -> None:
 
 def methods(entry: DatasetEntry) -> tuple[str, ...]:
     """The ``securefl run`` methods that take ``entry``."""
-    return METHODS[entry.kind] + (("centralized",) if entry.name in SHARED_COLUMNS else ())
+    return METHODS[entry.kind] + (("centralized",) if entry.pooled else ())
 
 
 def file_states(entry: DatasetEntry, root: Path, *, verify: bool) -> tuple[FileState, ...]:

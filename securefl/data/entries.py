@@ -45,7 +45,12 @@ class DatasetEntry:
     kind: str = "vertical"
     available: bool = True
     """False for datasets registered with their standard files that ../shared/data lacks (not run here)."""
+    pooled: bool = False
+    """GL only: a centralized baseline can pool the clients (pooled files, or columns every client shares);
+    ``baselines.gl_baselines.pooled_table`` holds the rule, and a test checks this flag against it."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"DatasetEntry.kind must be one of {KINDS}, got {self.kind!r}")
+        if self.pooled and self.kind != "gl":
+            raise ValueError(f"DatasetEntry.pooled is a GL flag; {self.name!r} is {self.kind!r}")

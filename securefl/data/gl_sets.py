@@ -306,7 +306,7 @@ GL_ENTRIES: tuple[DatasetEntry, ...] = (
         parties="clients comanche, neota, poudre, rawah (natural: wilderness area); centralized baseline ="
                 " pooled train / validation files (rows: 15120 train + validation, 29385 + 32293 test)",
         n_rows=15120 + 29385 + 32293,
-        loader=load_cover, kind="gl"),
+        loader=load_cover, kind="gl", pooled=True),
     DatasetEntry(
         name="gl_heart", paper="GL", paper_name="Heart Disease",
         description="Cleveland (UCI Heart Disease, 303 rows, 13 features), South Africa (SAHeart, 462 rows, 9),"

@@ -90,11 +90,20 @@ def test_a_data_folder_that_does_not_exist_is_a_one_line_error(capsys, tmp_path)
 
 def test_every_registered_kind_has_its_methods():
     assert {entry.kind for entry in REGISTRY.values()} <= set(command.METHODS)
-    assert all(name in REGISTRY for name in command.SHARED_COLUMNS)
+
+
+def test_pooled_is_a_gl_flag():
+    # Arrange
+    fields = dict(name="v", paper="STFL", paper_name="V", description="d", files=(), source="s", licence="l",
+                  parties="p", n_rows=1, loader=lambda paths: None)
+    # Act / Assert
+    assert command.methods(DatasetEntry(**fields, kind="gl", pooled=True))[-1] == "centralized"
+    with pytest.raises(ValueError, match="pooled is a GL flag"):
+        DatasetEntry(**fields, kind="vertical", pooled=True)
 
 
 def test_centralized_is_listed_for_exactly_the_gl_datasets_a_centralized_run_takes():
-    # Arrange: the rule itself lives in baselines.gl_baselines.pooled_table; this list must follow it
+    # Arrange: the rule itself lives in baselines.gl_baselines.pooled_table; DatasetEntry.pooled must follow it
     import os
 
     from baselines.gl_baselines import pooled_table
