@@ -141,13 +141,14 @@ def _progress(args: argparse.Namespace, label: str) -> Callable[[int, int], None
 
 
 def run(args: argparse.Namespace) -> int:
+    """``securefl run``: check every argument before any work, then dispatch on the dataset's kind and --role."""
     _check_args(args)
     check_args(args)
     run_network.check_args(args)
     if args.json:
         check_output(args.json, "--json")
     from securefl.data.registry import get_dataset
-    from securefl.runtime import GPUPeak, resolve_device
+    from securefl.runtime import resolve_device
     from securefl.runtime.preload import preload
 
     resolve_device(args.device)
@@ -163,15 +164,29 @@ def run(args: argparse.Namespace) -> int:
 
         return run_horizontal_party(args, _progress(args, f"{args.role}: {args.method}"))
     if kind != "vertical":
-        runner = run_chfl_family if kind == "chfl" else run_gl_family
-        with GPUPeak.of_run(args.device, args.backend) as peak:
-            result = runner(args, _progress(args, f"{args.method} rounds"))
-        peak.into(result)
-        result.setdefault("settings", {}).update({"secure_agg": args.secure_agg, "backend": args.backend})
-        print(summary_line(args, result))
-        if args.json:
-            write_json_atomically(args.json, result)
-        return 0
+        return _run_horizontal(args, kind)
+    return _run_vertical(args)
+
+
+def _run_horizontal(args: argparse.Namespace, kind: str) -> int:
+    """Every party of a CHFL- or GL-family run in this process: train, print one line, write --json."""
+    from securefl.runtime import GPUPeak
+
+    runner = run_chfl_family if kind == "chfl" else run_gl_family
+    with GPUPeak.of_run(args.device, args.backend) as peak:
+        result = runner(args, _progress(args, f"{args.method} rounds"))
+    peak.into(result)
+    result.setdefault("settings", {}).update({"secure_agg": args.secure_agg, "backend": args.backend})
+    print(summary_line(args, result))
+    if args.json:
+        write_json_atomically(args.json, result)
+    return 0
+
+
+def _run_vertical(args: argparse.Namespace) -> int:
+    """STFL, HE-VFL, Hierarchical or Centralized: one party (--role) or every party here."""
+    from securefl.runtime import GPUPeak
+
     args.epochs = args.epochs or 100
     args.batch_size = args.batch_size or 128
     if args.role is not None:
