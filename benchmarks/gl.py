@@ -245,14 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    device_name(parser, args.device)
-    args.markdown = args.markdown or args.json.with_suffix(".md")
-    writable(parser, json=args.json, markdown=args.markdown)
-    if args.render_only:
-        return render_only(args)
+def _checked_datasets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The datasets asked for, once every option is checked against them and their files are found."""
     names = dataset_names(parser, args.datasets, PAPER_SEEDS)
     for flag, asked, name in (("--cover-seeds", args.cover_seeds, "gl_covertype"),
                               ("--heart-seeds", args.heart_seeds, "gl_heart")):
@@ -272,6 +266,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(err))
     if args.restart and not args.merge:
         parser.error("--restart needs --merge (without --merge every dataset starts over anyway)")
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    device_name(parser, args.device)
+    args.markdown = args.markdown or args.json.with_suffix(".md")
+    writable(parser, json=args.json, markdown=args.markdown)
+    if args.render_only:
+        return render_only(args)
+    names = _checked_datasets(parser, args)
     old = load_result(args.json, "--merge") if args.merge else None
     if old is not None and old.get("quick") != args.quick:
         parser.error("--merge: cannot mix a --quick result with a full one")
