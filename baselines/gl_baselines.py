@@ -86,7 +86,8 @@ def run_fedavg(tables: Sequence[ClientTable], config: GLConfig, *, dataset: str 
 
 
 def pooled_table(dataset: GLDataset, tables: Sequence[ClientTable]) -> ClientTable:
-    """The centralized baseline's table: the dataset's pooled files, or the clients' splits stacked."""
+    """The centralized baseline's table: the dataset's pooled files, or the clients' splits stacked
+    (validation rows too, when every client has them, so ``GLConfig.select`` works as for Local)."""
     if dataset.pooled is not None:
         train, test = dataset.pooled
         return ClientTable("centralized", tables[0].label, train, test, evaluated_on="validation (pooled)")
@@ -94,8 +95,10 @@ def pooled_table(dataset: GLDataset, tables: Sequence[ClientTable]) -> ClientTab
     if len(columns) != 1:
         raise InputError(f"dataset {dataset.name!r}: centralized needs the same columns at every client"
                          " (the paper reports no centralized baseline for disjoint feature spaces)")
+    validation = (None if any(t.validation is None for t in tables)
+                  else pd.concat([t.validation for t in tables], ignore_index=True))
     return ClientTable("centralized", tables[0].label, pd.concat([t.train for t in tables], ignore_index=True),
-                       pd.concat([t.test for t in tables], ignore_index=True))
+                       pd.concat([t.test for t in tables], ignore_index=True), validation=validation)
 
 
 def run_centralized(dataset: GLDataset, tables: Sequence[ClientTable], config: GLConfig) -> dict[str, Any]:

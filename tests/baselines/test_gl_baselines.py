@@ -68,6 +68,20 @@ def test_centralized_pools_clients_with_the_same_columns():
     assert result["method"] == "centralized" and list(result["metrics"]["clients"]) == ["centralized"]
 
 
+def test_centralized_pools_validation_rows_so_it_can_select_an_epoch():
+    # Arrange: each client's first 8 test rows serve as its validation rows
+    tables = tuple(ClientTable(t.name, t.label, t.train, t.test.iloc[8:], validation=t.test.iloc[:8])
+                   for t in (_table("a", ["u", "v"], [0, 1], seed=0), _table("b", ["u", "v"], [0, 1], seed=1)))
+    dataset = GLDataset("toy", tables, binary=True)
+    config = GLConfig(epochs=2, batches=2, shape=TINY, seed=1, select="val_loss")
+    # Act
+    pooled = pooled_table(dataset, tables)
+    result = run_gl_method("centralized", dataset, config)
+    # Assert
+    assert len(pooled.validation) == 16 and len(pooled.test) == 8
+    assert result["metrics"]["clients"]["centralized"]["selected_epoch"] in (1, 2)
+
+
 def test_unknown_method_is_an_input_error():
     with pytest.raises(InputError, match="unknown GL method 'fedprox'"):
         run_gl_method("fedprox", DATASET, CONFIG)
