@@ -55,7 +55,12 @@ GLOBAL_LAYERS = (1, 2, 3)
 
 @dataclass(frozen=True, kw_only=True)
 class TabularShape:
-    """The architecture's sizes, shared by every client of a run (only d_k and c_k differ)."""
+    """The architecture's sizes, shared by every client of a run (only d_k and c_k differ).
+
+    ``dropout`` (0, as the paper's model): its masks come from torch's global generator, not
+    from the run's seed (``nn.MultiheadAttention`` takes no generator), and in-process clients
+    share that generator, so a run with dropout > 0 does not repeat exactly for the same seed.
+    """
 
     embed_dim: int = 16
     heads: int = 8
@@ -71,7 +76,8 @@ class TabularShape:
             check.positive_int("TabularShape", name, getattr(self, name))
         if self.embed_dim % self.heads:
             raise InputError(f"TabularShape.embed_dim ({self.embed_dim}) must be a multiple of heads ({self.heads})")
-        if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) \
+                or not 0.0 <= self.dropout < 1.0:
             raise InputError(f"TabularShape.dropout must be in [0, 1), got {self.dropout!r}")
 
 

@@ -61,3 +61,9 @@ def test_bad_shape_is_an_input_error():
 def test_non_positive_size_is_an_input_error_naming_the_field(field, value):
     with pytest.raises(InputError, match=f"TabularShape.{field} must be a positive int"):
         TabularShape(**{field: value})
+
+
+@pytest.mark.parametrize("value", [True, -0.1, 1.0, "0.1"])
+def test_bad_dropout_is_an_input_error(value):
+    with pytest.raises(InputError, match="TabularShape.dropout must be in"):
+        TabularShape(dropout=value)
