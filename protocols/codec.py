@@ -7,14 +7,17 @@ Nothing a peer sends is ever unpickled or evaluated. A frame is::
 The header names the sender, the receiver, the tag and every field. A field is
 either a numpy array (dtype from a fixed whitelist, explicit shape, little-endian),
 raw ``bytes``, or a small JSON value (``None``, bool, int, float, str, or lists and
-string-keyed dicts of those). Decoding checks every length, offset and dtype and
-raises :class:`~protocols.errors.DecodeError` on anything malformed.
+string-keyed dicts of those). Array and bytes fields lie back to back in the payload,
+in the header's order, and fill it exactly, so a frame decodes into no more memory
+than it holds. Decoding checks every length, offset and dtype and raises
+:class:`~protocols.errors.DecodeError` on anything malformed.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -29,6 +32,8 @@ MAX_HEADER_BYTES = 1 << 20
 MAX_DIMS = 32  # numpy's limit is 64; no message here has more than a few
 MAX_JSON_DEPTH = 8
 _PREFIX = struct.Struct("<4sI")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: the only way a header's str can hold one."""
 
 # dtype name on the wire -> numpy dtype (always little-endian on the wire)
 _DTYPES: dict[str, np.dtype] = {
@@ -158,10 +163,15 @@ def decode_header(frame: bytes | memoryview) -> tuple[dict, int]:
     if hlen > MAX_HEADER_BYTES or _PREFIX.size + hlen > len(view):
         raise DecodeError(f"frame header length {hlen} is out of range")
     try:
-        header = json.loads(bytes(view[_PREFIX.size:_PREFIX.size + hlen]).decode("utf-8"),
-                            parse_constant=_no_constant)
+        raw = bytes(view[_PREFIX.size:_PREFIX.size + hlen])
+        header = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, an int over Python's digit limit, deep nesting
         raise DecodeError(f"frame header is not valid JSON: {str(exc)[:200]}") from None
+    if _SURROGATE_ESCAPE.search(raw):  # a lone surrogate decodes to a str that cannot be encoded again
+        try:
+            json.dumps(header, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise DecodeError("frame header holds a string with a lone UTF-16 surrogate") from None
     if not isinstance(header, dict) or header.get("v") != VERSION:
         raise DecodeError("frame header has no supported version")
     if not isinstance(header.get("src"), str) or not isinstance(header.get("dst"), str):
@@ -184,17 +194,25 @@ def _decode_json(name: str, value: Any) -> Any:
     return value
 
 
-def _decode_field(spec: Any, payload: memoryview) -> tuple[str, Any]:
+def _decode_field(spec: Any, payload: memoryview, start: int) -> tuple[str, Any, int]:
+    """One field, and where the next byte field must start. Byte fields lie back to back from
+    ``start``, as :func:`encode` writes them, so no two share bytes and decoding a frame never
+    allocates more than the frame holds (overlapping fields would each be copied)."""
     if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
         raise DecodeError(f"malformed field spec: {str(spec)[:200]}")
     name, kind = spec["name"], spec.get("kind")
     if kind == "json":
-        return name, _decode_json(name, spec.get("value"))
+        return name, _decode_json(name, spec.get("value")), start
     offset, nbytes = spec.get("offset"), spec.get("nbytes")
-    if not (isinstance(offset, int) and isinstance(nbytes, int) and 0 <= offset
+    if not (isinstance(offset, int) and isinstance(nbytes, int) and offset == start
             and 0 <= nbytes and offset + nbytes <= len(payload)):
-        raise DecodeError(f"field {name!r}: offset/length out of range")
-    raw = payload[offset:offset + nbytes]
+        raise DecodeError(f"field {name!r}: offset/length out of range (it must start at byte {start})")
+    return (*_decode_bytes(name, kind, spec, payload[offset:offset + nbytes]), offset + nbytes)
+
+
+def _decode_bytes(name: str, kind: Any, spec: dict, raw: memoryview) -> tuple[str, Any]:
+    """A bytes or array field from its own ``raw`` bytes."""
+    nbytes = len(raw)
     if kind == "bytes":
         return name, bytes(raw)
     if kind != "array":
@@ -220,10 +238,13 @@ def decode(frame: bytes | memoryview) -> Message:
     header, start = decode_header(frame)
     payload = memoryview(frame)[start:]
     fields: dict[str, Any] = {}
+    end = 0
     for spec in header["fields"]:
-        name, value = _decode_field(spec, payload)
+        name, value, end = _decode_field(spec, payload, end)
         if name in fields:
             raise DecodeError(f"field {name!r} appears twice")
         fields[name] = value
+    if end != len(payload):
+        raise DecodeError(f"frame carries {len(payload) - end} bytes that no field accounts for")
     return Message(src=header["src"], dst=header["dst"], tag=Tag.from_json(header.get("tag")),
                    fields=fields)

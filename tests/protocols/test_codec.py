@@ -122,3 +122,49 @@ def test_missing_field_names_the_field_and_tag():
 def test_invalid_tags_are_refused(args):
     with pytest.raises(InputError):
         Tag(*args)
+
+
+def _bytes_spec(name: str, offset: int, nbytes: int) -> dict:
+    return {"name": name, "kind": "bytes", "offset": offset, "nbytes": nbytes}
+
+
+@pytest.mark.parametrize(("specs", "payload"), [
+    ([_bytes_spec("x", 0, 8), _bytes_spec("y", 0, 8)], 8),   # two fields over the same bytes
+    ([_bytes_spec("x", 0, 4)], 8),                           # bytes no field accounts for
+    ([_bytes_spec("x", 4, 4)], 8),                           # a gap before the first field
+    ([_bytes_spec("x", 4, 4), _bytes_spec("y", 0, 4)], 8),   # fields out of order
+], ids=["overlap", "trailing", "gap", "reordered"])
+def test_byte_fields_must_fill_the_payload_back_to_back(specs, payload):
+    # Arrange: overlapping fields would let a small frame decode into many copies of its payload
+    header = {"v": 1, "src": "a", "dst": "b", "tag": [0, "s", ""], "fields": specs}
+    # Act / Assert
+    with pytest.raises(DecodeError):
+        decode(_frame_with_header(header, b"\x00" * payload))
+
+
+def test_a_frame_with_many_byte_fields_decodes_to_no_more_than_it_holds():
+    # Arrange
+    fields = {f"f{i}": np.full(i, i, np.uint8) for i in range(50)} | {"tail": b"xyz"}
+    # Act
+    frame = encode("a", "b", TAG, fields)
+    message = decode(frame)
+    # Assert
+    assert sum(len(message[f"f{i}"]) for i in range(50)) + 3 <= len(frame)
+    assert all(np.all(message[f"f{i}"] == i) for i in range(50)) and message["tail"] == b"xyz"
+
+
+def test_a_lone_surrogate_in_a_peers_header_is_a_decode_error():
+    # Arrange: JSON can escape a lone surrogate; Python decodes it to a str that cannot be encoded again
+    body = b'{"v":1,"src":"a","dst":"b","tag":[0,"s",""],"fields":[{"name":"x","kind":"json","value":"\\ud800"}]}'
+    # Act / Assert
+    with pytest.raises(DecodeError, match="surrogate"):
+        decode(struct.pack("<4sI", MAGIC, len(body)) + body)
+
+
+def test_a_character_outside_the_bmp_round_trips():
+    # Arrange: encode escapes it as a surrogate pair, which is valid
+    text = "hospital \U0001f3e5"
+    # Act
+    message = decode(encode("a", "b", TAG, {"name": text}))
+    # Assert
+    assert message["name"] == text
