@@ -102,8 +102,12 @@ class AdditiveMask:
 
     @classmethod
     def _draw_paillier(cls, like: Any, bound: float | None, sigma: int) -> "AdditiveMask":
-        value_bound = 1 << like.bound_bits if bound is None else \
-            max(math.ceil(math.ldexp(float(bound), like.scale_bits)), 1)
+        try:
+            value_bound = 1 << like.bound_bits if bound is None else \
+                max(math.ceil(math.ldexp(float(bound), like.scale_bits)), 1)
+        except OverflowError:  # e.g. bound=1e308: no lane holds it
+            raise EncodingOverflowError(f"bound {bound!r} at {like.scale_bits} fraction bits does not fit a "
+                                        f"{like.context.lane_bits}-bit lane") from None
         radius = value_bound << sigma
         need = max(like.bound_bits, radius.bit_length()) + 1
         if need > like.context.lane_bits - 1:

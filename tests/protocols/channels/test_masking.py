@@ -121,6 +121,16 @@ def test_masks_that_would_overflow_are_refused(secret: SecretContext) -> None:
             AdditiveMask.draw(public, like=grown)
 
 
+@pytest.mark.parametrize("bound", [1e300, 1e308])
+def test_a_bound_too_large_for_any_lane_is_an_encoding_overflow(secret: SecretContext, bound: float) -> None:
+    # Arrange
+    public = secret.public_context()
+    enc = public.encrypt(np.ones((2, 2)))
+    # Act / Assert
+    with pytest.raises(EncodingOverflowError):
+        AdditiveMask.draw(public, like=enc, bound=bound)
+
+
 def test_paillier_unmasking_needs_exact_values() -> None:
     secret = make_he("paillier", key_bits=512, insecure_small_keys_for_tests=True)
     enc = secret.encrypt(np.ones(3))
