@@ -15,6 +15,7 @@ flushing its output, before that shutdown.
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import signal
 import sys
@@ -38,7 +39,9 @@ def die_with_parent() -> None:
     ``multiprocessing.Process`` target. Linux only (``prctl(PR_SET_PDEATHSIG)``); elsewhere a
     no-op. The kernel ties the signal to the *thread* that forked the worker, so start
     workers from a thread that outlives them (the main thread, a forkserver, or the thread
-    that joins them).
+    that joins them). A worker started by ``multiprocessing`` asks its launcher's sentinel
+    whether the launcher still lives, so one that is PID 1 itself (a container's entry
+    point) is fine; any other process takes a parent of PID 1 to mean its parent is gone.
     """
     if not sys.platform.startswith("linux"):
         return
@@ -47,8 +50,16 @@ def die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # the parent was already gone before the request took effect
+    if _parent_gone():  # the parent was already gone before the request took effect
         os._exit(1)
+
+
+def _parent_gone() -> bool:
+    """Whether the process that started this one has ended."""
+    launcher = multiprocessing.parent_process()
+    if launcher is not None:
+        return not launcher.is_alive()
+    return os.getppid() == 1
 
 
 @contextmanager

@@ -80,6 +80,26 @@ def test_workers_end_when_the_process_that_started_them_is_killed(tmp_path, kind
     assert not _alive(worker)
 
 
+@pytest.mark.parametrize("kind", ["spawn pool", "torch.distributed party"])
+def test_workers_run_when_their_launcher_is_pid_1(tmp_path, kind):
+    # Arrange: the launcher as a container's entry point, PID 1 of a new PID namespace
+    import shutil
+
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True) \
+        if shutil.which("unshare") else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("cannot start a PID namespace here (needs unshare and CAP_SYS_ADMIN)")
+    script, pid_file = tmp_path / "parent.py", tmp_path / "worker.pid"
+    script.write_text(SCRIPTS[kind].replace("time.sleep(60)", "pass"))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    # Act
+    proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, str(script),
+                           str(pid_file)], env=env, capture_output=True, text=True, timeout=180)
+    # Assert: die_with_parent did not take the worker's parent of PID 1 for a dead launcher
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert pid_file.read_text().isdigit()
+
+
 def test_ctrl_c_stays_here_blocks_sigint_for_the_body_only(monkeypatch):
     import signal
 
