@@ -18,16 +18,19 @@ sealed:
   1 GiB is sealed in 1 GiB chunks, one counter value each). The links
   deliver frames in order, so a dropped, replayed, reordered, altered or foreign frame
   fails authentication.
+* lengths: the length the transport sends before each frame, and its close signal,
+  are sealed too (:meth:`Link.seal_length`, the counter value before the frame's), so
+  a forged length is caught before the receiver allocates anything for it.
 
 Every failure is the one :class:`~protocols.errors.CryptoError`, naming the peer but
-not the check. A man in the middle can still cut a link (the transport's close signal
-and the lengths in front of frames are not sealed), but not read, forge, replay or
-reorder what travels on it. The 16-byte tag per frame is not counted in the transport's bytes
-(which count codec frames on every backend alike).
+not the check. A man in the middle can still cut a link, but not read, forge, replay or
+reorder what travels on it. The tags (16 bytes per frame and per length) are not counted
+in the transport's bytes (which count codec frames on every backend alike).
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Callable, Mapping
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -41,6 +44,9 @@ CONFIRM = b"securefl/link/confirm"
 MAX_HANDSHAKE_BYTES = 1024
 CHUNK_BYTES = 1 << 30
 """Plaintext bytes sealed per AEAD call; ChaCha20-Poly1305 in ``cryptography`` takes under 2 GiB."""
+_LENGTH = struct.Struct("<q")
+SEALED_LENGTH_BYTES = _LENGTH.size + crypto.TAG_BYTES
+"""Bytes of a sealed length on the wire."""
 
 
 class Link:
@@ -69,6 +75,29 @@ class Link:
             parts.append(crypto.seal(self._send_key, self._sent, _associated(self.me, self.peer, self._sent), piece))
             self._sent += 1
         return b"".join(parts)
+
+    def sealed_size(self, size: int) -> int:
+        """Bytes that :meth:`seal` makes of a ``size``-byte frame."""
+        return size + crypto.TAG_BYTES * max(1, -(-size // self._chunk))
+
+    def seal_length(self, length: int) -> bytes:
+        """A signed 64-bit length (or signal) sealed as this direction's next message."""
+        sealed = crypto.seal(self._send_key, self._sent, _associated(self.me, self.peer, self._sent),
+                             _LENGTH.pack(length))
+        self._sent += 1
+        return sealed
+
+    def open_length(self, sealed: bytes) -> int:
+        """The peer's next length, authenticated; CryptoError naming the peer otherwise."""
+        try:
+            if len(sealed) != SEALED_LENGTH_BYTES:
+                raise CryptoError("not a sealed length")
+            plain = crypto.open_sealed(self._recv_key, self._received,
+                                       _associated(self.peer, self.me, self._received), sealed)
+        except CryptoError:
+            raise CryptoError(f"party {self.me!r}: a frame from {self.peer!r} failed authentication") from None
+        self._received += 1
+        return int(_LENGTH.unpack(plain)[0])
 
     def open(self, sealed: bytes) -> bytes:
         """The peer's next frame, authenticated; CryptoError naming the peer otherwise."""
@@ -154,4 +183,5 @@ def _associated(src: str, dst: str, seq: int) -> bytes:
     return crypto.transcript("securefl/link/frame", src, dst, seq)
 
 
-__all__ = ["CHUNK_BYTES", "CONFIRM", "LINK_LABEL", "Link", "MAX_HANDSHAKE_BYTES", "check_identity", "handshake"]
+__all__ = ["CHUNK_BYTES", "CONFIRM", "LINK_LABEL", "Link", "MAX_HANDSHAKE_BYTES", "SEALED_LENGTH_BYTES",
+           "check_identity", "handshake"]

@@ -27,7 +27,7 @@ from protocols.errors import (CryptoError, DecodeError, InputError, PeerFailedEr
                               SecureFLError)
 from protocols.lifecycle import ctrl_c_stays_here, die_with_parent, exit_status, mark_stranded
 from protocols.transport.base import DEFAULT_TIMEOUT, Transport
-from protocols.transport.links import MAX_HANDSHAKE_BYTES, Link, check_identity, handshake
+from protocols.transport.links import MAX_HANDSHAKE_BYTES, SEALED_LENGTH_BYTES, Link, check_identity, handshake
 from protocols.transport.rendezvous import announce, await_parties, check_agreement, connect, gloo_reason
 
 _CLOSE = -1
@@ -91,7 +91,13 @@ class TorchDistTransport(Transport):
         self._rendezvous(host, port, connect_timeout)
         self._send_locks = {peer: threading.Lock() for peer in self.peers}
         self._closed = False
-        self._links = self._authenticate(identity, trusted) if identity is not None and trusted is not None else {}
+        self._links: dict[str, Link] = {}  # plain lengths and frames until every handshake is done
+        if identity is not None and trusted is not None:
+            try:
+                self._links = self._authenticate(identity, trusted)
+            except Exception:  # no transport to close: leave the group here, so the process may join again
+                dist.destroy_process_group()
+                raise  # (after Ctrl-C a handshake thread stays blocked in gloo: _authenticate marks it stranded)
         self._receivers = [threading.Thread(target=self._receive_loop, args=(peer,), daemon=True,
                                             name=f"recv-{name}<-{peer}") for peer in self.peers]
         for thread in self._receivers:
@@ -171,18 +177,26 @@ class TorchDistTransport(Transport):
     def _recv_plain(self, src: str) -> bytes:
         """One frame from ``src`` while no receiver runs (the handshake); a small one only."""
         size = self._recv_length(src)
-        return self._recv_payload(src, size) if 0 < size <= MAX_HANDSHAKE_BYTES else b""  # b"": fails the checks
+        return bytes(self._recv_payload(src, size)) if 0 < size <= MAX_HANDSHAKE_BYTES else b""  # b"": fails
 
     def _recv_length(self, src: str) -> int:
+        """The length in front of ``src``'s next frame; sealed (CryptoError if forged) once links run."""
+        link = self._links.get(src)
+        if link is not None:
+            sealed = torch.zeros(SEALED_LENGTH_BYTES, dtype=torch.uint8)
+            dist.recv(sealed, src=self._rank(src))
+            return link.open_length(sealed.numpy().tobytes())
         length = torch.zeros(1, dtype=torch.int64)
         dist.recv(length, src=self._rank(src))
         return int(length.item())
 
-    def _recv_payload(self, src: str, size: int) -> bytes:
+    def _recv_payload(self, src: str, size: int) -> bytes | memoryview:
+        """``size`` bytes from ``src``, in the buffer gloo wrote (no copy: pages a short send
+        never touched are never committed)."""
         buf = torch.empty(size, dtype=torch.uint8)
         if size:
             dist.recv(buf, src=self._rank(src))
-        return buf.numpy().tobytes()
+        return memoryview(buf.numpy())
 
     def _receive_loop(self, peer: str) -> None:
         try:
@@ -198,20 +212,28 @@ class TorchDistTransport(Transport):
                     return
                 frame = self._recv_payload(peer, size)
                 if self._links:
-                    try:
-                        frame = self._links[peer].open(frame)
-                    except CryptoError as exc:
-                        self._mailbox.fail_peer(peer, exc)
-                        return
+                    frame = self._links[peer].open(frame)
                 self._mailbox.put(peer, frame)
+        except CryptoError as exc:  # a forged, replayed or altered length or frame
+            self._mailbox.fail_peer(peer, exc)
         except RuntimeError as exc:  # gloo reports a broken link as RuntimeError
             self._mailbox.fail_peer(peer, PeerFailedError(f"link to party {peer!r} broke: {gloo_reason(exc)}"))
 
     def _send_raw(self, dst: str, size: int, payload: bytes | None) -> None:
-        """Send a length (and the payload); callers hold ``dst``'s send lock."""
+        """Send a length (and the payload), both as they are; callers hold ``dst``'s send lock."""
         dist.send(torch.tensor([size], dtype=torch.int64), dst=self._rank(dst))
         if payload:
             dist.send(torch.frombuffer(bytearray(payload), dtype=torch.uint8), dst=self._rank(dst))
+
+    def _send_sealed(self, dst: str, frame: bytes | None) -> None:
+        """Send ``frame`` (None: the close signal) over ``dst``'s link: its sealed length, then
+        the sealed frame. Callers hold ``dst``'s send lock, so the counters follow the wire."""
+        link = self._links[dst]
+        size = _CLOSE if frame is None else link.sealed_size(len(frame))
+        head = link.seal_length(size)
+        dist.send(torch.frombuffer(bytearray(head), dtype=torch.uint8), dst=self._rank(dst))
+        if frame is not None:
+            dist.send(torch.frombuffer(bytearray(link.seal(frame)), dtype=torch.uint8), dst=self._rank(dst))
 
     def _send_frame(self, dst: str, frame: bytes) -> None:
         if self._closed:
@@ -220,8 +242,10 @@ class TorchDistTransport(Transport):
         if isinstance(gone, PeerFailedError):  # gloo would buffer the frame and report it sent
             raise PeerFailedError(f"party {self.name!r} cannot send to {dst!r}: {gone}")
         with self._send_locks[dst]:  # sealing and sending in one order: the counter is the wire's
-            payload = self._links[dst].seal(frame) if self._links else frame
-            self._send_raw(dst, len(payload), payload)
+            if self._links:
+                self._send_sealed(dst, frame)
+            else:
+                self._send_raw(dst, len(frame), frame)
 
     def __enter__(self) -> "TorchDistTransport":
         return self
@@ -238,7 +262,10 @@ class TorchDistTransport(Transport):
         for peer in self.peers:
             try:
                 with self._send_locks[peer]:
-                    self._send_raw(peer, _CLOSE, None)
+                    if self._links:
+                        self._send_sealed(peer, None)
+                    else:
+                        self._send_raw(peer, _CLOSE, None)
             except RuntimeError:
                 continue  # that peer is gone already; nothing to tell it
         deadline = time.monotonic() + linger

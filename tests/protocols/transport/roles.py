@@ -87,6 +87,61 @@ def authenticated_ring(name, parties, port, keys, trust_of, results):
         results.put((name, f"{type(exc).__name__}: {exc}"))
 
 
+def forged_length(name, parties, port, keys, trust_of, results):
+    """Over authenticated links, party "m" puts a forged length on the wire (as a man in the middle
+    could: 2**34 and a made-up tag) in place of a sealed one; party "v" waits for a frame from it.
+    Put (name, what happened) on ``results``."""
+    import struct
+
+    import torch
+    import torch.distributed as dist
+
+    from protocols.channels.crypto import load_private
+    from protocols.codec import Tag
+    from protocols.transport.torchdist import TorchDistTransport
+
+    try:
+        transport = TorchDistTransport(name, parties, host="127.0.0.1", port=port, connect_timeout=30,
+                                       identity=load_private(keys[name]), trusted=trust_of[name], timeout=20)
+        try:
+            if name == "m":
+                forged = struct.pack("<q", 1 << 34) + bytes(16)
+                with transport._send_locks["v"]:
+                    dist.send(torch.frombuffer(bytearray(forged), dtype=torch.uint8), dst=0)
+                value = "sent"
+            else:
+                transport.recv("m", Tag(0, "forged", "frame"))
+                value = "received a frame"
+        finally:
+            transport.close(linger=2.0)
+        results.put((name, value))
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put((name, f"{type(exc).__name__}: {exc}"))
+
+
+def rejoin_after_a_failed_handshake(name, parties, port, keys, trust_of, results):
+    """Join on ``port[0]`` with identities whose handshake fails, then again without them on
+    ``port[1]``; put (name, (first outcome, second outcome)) on ``results``."""
+    import torch.distributed as dist
+
+    from protocols.channels.crypto import load_private
+    from protocols.transport.torchdist import TorchDistTransport
+
+    try:
+        TorchDistTransport(name, parties, host="127.0.0.1", port=port[0], connect_timeout=30,
+                           identity=load_private(keys[name]), trusted=trust_of[name])
+        first = "joined"
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        first = type(exc).__name__
+    first += ", group left" if not dist.is_initialized() else ", group still initialised"
+    try:
+        TorchDistTransport(name, parties, host="127.0.0.1", port=port[1], connect_timeout=30).close(linger=2.0)
+        second = "joined"
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        second = f"{type(exc).__name__}: {exc}"
+    results.put((name, (first, second)))
+
+
 def ring_on_a_fake_gpu(transport, *, peak_mib: float):
     """``ring``, in a process whose CUDA counters say it used a GPU with this peak (no GPU needed)."""
     import torch

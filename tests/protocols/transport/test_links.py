@@ -1,13 +1,14 @@
 """Authenticated links: the handshake over raw bytes, and sealed frames that fail on any change."""
 
 import queue
+import struct
 import threading
 
 import pytest
 
 from protocols.channels import crypto
 from protocols.errors import CryptoError, InputError
-from protocols.transport.links import Link, check_identity, handshake
+from protocols.transport.links import SEALED_LENGTH_BYTES, Link, check_identity, handshake
 
 
 def _pair(a_key, b_key, *, a_trusts, b_trusts, tamper=None):
@@ -120,3 +121,26 @@ def test_a_chunk_cut_from_a_long_frame_fails_authentication():
     sealed = sender.seal(bytes(20))
     with pytest.raises(CryptoError):
         receiver.open(sealed[:8 + crypto.TAG_BYTES] + sealed[2 * (8 + crypto.TAG_BYTES):])
+
+
+def test_lengths_are_sealed_in_the_frames_counter_sequence():
+    # Arrange
+    keys = (crypto.new_seed(), crypto.new_seed())
+    sender = Link("a", "b", send_key=keys[0], recv_key=keys[1], chunk=8)
+    receiver = Link("b", "a", send_key=keys[1], recv_key=keys[0], chunk=8)
+    frame = bytes(20)
+    # Act
+    head = sender.seal_length(sender.sealed_size(len(frame)))
+    body = sender.seal(frame)
+    # Assert: the length opens first, then the frame of that many sealed bytes, then the close signal
+    assert len(head) == SEALED_LENGTH_BYTES and receiver.open_length(head) == len(body)
+    assert receiver.open(body) == frame
+    assert receiver.open_length(sender.seal_length(-1)) == -1
+
+
+@pytest.mark.parametrize("forged", [struct.pack("<q", 1 << 34) + bytes(16), struct.pack("<q", 5)])
+def test_a_forged_length_fails_authentication(forged):
+    keys = (crypto.new_seed(), crypto.new_seed())
+    receiver = Link("b", "a", send_key=keys[1], recv_key=keys[0])
+    with pytest.raises(CryptoError, match="a frame from 'a' failed authentication"):
+        receiver.open_length(forged)

@@ -79,13 +79,14 @@ def test_sending_to_a_peer_that_closed_its_transport_fails_instead_of_vanishing(
         run_parties({"quits": roles.quits, "sender": roles.sends_late}, backend="torch", timeout=60)
 
 
-def _each_in_a_process(target, names, *args):
-    """``target(name, names, port, *args, results)`` in one spawned process per name; name -> outcome."""
+def _each_in_a_process(target, names, *args, ports=None):
+    """``target(name, names, port, *args, results)`` in one spawned process per name; name -> outcome.
+    ``ports``: passed as ``port`` instead of one free port."""
     import multiprocessing as mp
 
     from protocols.transport.torchdist import free_port
 
-    port, ctx = free_port(), mp.get_context("spawn")
+    port, ctx = ports or free_port(), mp.get_context("spawn")
     results = ctx.Queue()
     procs = [ctx.Process(target=target, args=(n, tuple(names), port, *args, results)) for n in names]
     for proc in procs:
@@ -130,6 +131,37 @@ def _authenticated_ring(distrust=None):
 
 def test_parties_with_pinned_identities_talk_over_sealed_links():
     assert _authenticated_ring() == {"a": 10.0, "b": 0.0, "c": 5.0}  # what the plain ring gives
+
+
+def test_a_forged_length_on_an_authenticated_link_fails_before_anything_is_allocated():
+    # Arrange
+    from protocols.channels import crypto
+
+    names = ("v", "m")
+    keys = {n: crypto.private_bytes(crypto.new_private_key()) for n in names}
+    public = {n: crypto.public_bytes(crypto.load_private(k)) for n, k in keys.items()}
+    trust = {"v": {"m": public["m"]}, "m": {"v": public["v"]}}
+    # Act: m announces a 16 GiB frame with a made-up tag
+    outcome = _each_in_a_process(roles.forged_length, names, keys, trust)
+    # Assert: the length itself fails authentication (before, it was read unsealed and allocated)
+    assert outcome["m"] == "sent"
+    assert outcome["v"] == "CryptoError: party 'v': a frame from 'm' failed authentication"
+
+
+def test_a_failed_handshake_leaves_the_process_free_to_join_again():
+    # Arrange: a pins a stranger's key for b, so their handshake fails
+    from protocols.channels import crypto
+    from protocols.transport.torchdist import free_port
+
+    names = ("a", "b")
+    keys = {n: crypto.private_bytes(crypto.new_private_key()) for n in names}
+    public = {n: crypto.public_bytes(crypto.load_private(k)) for n, k in keys.items()}
+    trust = {"a": {"b": crypto.public_bytes(crypto.new_private_key())}, "b": {"a": public["a"]}}
+    ports = (free_port(), free_port())
+    # Act
+    outcome = _each_in_a_process(roles.rejoin_after_a_failed_handshake, names, keys, trust, ports=ports)
+    # Assert
+    assert outcome == {n: ("CryptoError, group left", "joined") for n in names}
 
 
 def test_a_party_pinning_a_key_its_peer_lacks_stops_both_at_the_handshake():
