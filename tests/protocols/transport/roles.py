@@ -69,17 +69,17 @@ def join_and_report(name, parties, port, agreements, results):
         results.put((name, f"{type(exc).__name__}: {exc}"))
 
 
-def authenticated_ring(name, parties, port, keys, trust_of, results):
+def _as_authenticated_party(name, parties, port, keys, trust_of, results, body, **options):
     """Join with an identity (raw private key ``keys[name]``) trusting ``trust_of[name]``, run
-    :func:`ring` with length 5; put (name, result or error text) on ``results``."""
+    ``body(transport)``; put (name, its value or the error text) on ``results``."""
     from protocols.channels.crypto import load_private
     from protocols.transport.torchdist import TorchDistTransport
 
     try:
         transport = TorchDistTransport(name, parties, host="127.0.0.1", port=port, connect_timeout=30,
-                                       identity=load_private(keys[name]), trusted=trust_of[name])
+                                       identity=load_private(keys[name]), trusted=trust_of[name], **options)
         try:
-            value = ring(transport, length=5)
+            value = body(transport)
         finally:
             transport.close(linger=2.0)
         results.put((name, value))
@@ -87,36 +87,32 @@ def authenticated_ring(name, parties, port, keys, trust_of, results):
         results.put((name, f"{type(exc).__name__}: {exc}"))
 
 
+def authenticated_ring(name, parties, port, keys, trust_of, results):
+    """:func:`ring` with length 5 over authenticated links (see :func:`_as_authenticated_party`)."""
+    _as_authenticated_party(name, parties, port, keys, trust_of, results, lambda t: ring(t, length=5))
+
+
 def forged_length(name, parties, port, keys, trust_of, results):
     """Over authenticated links, party "m" puts a forged length on the wire (as a man in the middle
-    could: 2**34 and a made-up tag) in place of a sealed one; party "v" waits for a frame from it.
-    Put (name, what happened) on ``results``."""
+    could: 2**34 and a made-up tag) in place of a sealed one; party "v" waits for a frame from it."""
+    _as_authenticated_party(name, parties, port, keys, trust_of, results, _forge_or_wait, timeout=20)
+
+
+def _forge_or_wait(transport):
     import struct
 
     import torch
     import torch.distributed as dist
 
-    from protocols.channels.crypto import load_private
     from protocols.codec import Tag
-    from protocols.transport.torchdist import TorchDistTransport
 
-    try:
-        transport = TorchDistTransport(name, parties, host="127.0.0.1", port=port, connect_timeout=30,
-                                       identity=load_private(keys[name]), trusted=trust_of[name], timeout=20)
-        try:
-            if name == "m":
-                forged = struct.pack("<q", 1 << 34) + bytes(16)
-                with transport._send_locks["v"]:
-                    dist.send(torch.frombuffer(bytearray(forged), dtype=torch.uint8), dst=0)
-                value = "sent"
-            else:
-                transport.recv("m", Tag(0, "forged", "frame"))
-                value = "received a frame"
-        finally:
-            transport.close(linger=2.0)
-        results.put((name, value))
-    except Exception as exc:  # noqa: BLE001 - reported to the test
-        results.put((name, f"{type(exc).__name__}: {exc}"))
+    if transport.name == "m":
+        forged = struct.pack("<q", 1 << 34) + bytes(16)
+        with transport._send_locks["v"]:
+            dist.send(torch.frombuffer(bytearray(forged), dtype=torch.uint8), dst=0)
+        return "sent"
+    transport.recv("m", Tag(0, "forged", "frame"))
+    return "received a frame"
 
 
 def rejoin_after_a_failed_handshake(name, parties, port, keys, trust_of, results):
