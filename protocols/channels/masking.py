@@ -46,7 +46,7 @@ import numpy as np
 
 from protocols.errors import EncodingOverflowError, InputError
 from protocols.he.base import EncryptedArray, PublicContext
-from protocols.he.fixedpoint import FixedPointArray
+from protocols.he.fixedpoint import FixedPointArray, scaled_bound
 
 PAILLIER_SIGMA_BITS = 40
 
@@ -102,12 +102,7 @@ class AdditiveMask:
 
     @classmethod
     def _draw_paillier(cls, like: Any, bound: float | None, sigma: int) -> "AdditiveMask":
-        try:
-            value_bound = 1 << like.bound_bits if bound is None else \
-                max(math.ceil(math.ldexp(float(bound), like.scale_bits)), 1)
-        except OverflowError:  # e.g. bound=1e308: no lane holds it
-            raise EncodingOverflowError(f"bound {bound!r} at {like.scale_bits} fraction bits does not fit a "
-                                        f"{like.context.lane_bits}-bit lane") from None
+        value_bound = 1 << like.bound_bits if bound is None else scaled_bound(bound, like.scale_bits)
         radius = value_bound << sigma
         need = max(like.bound_bits, radius.bit_length()) + 1
         if need > like.context.lane_bits - 1:

@@ -278,8 +278,8 @@ class EncryptedArray(ABC):
     def matmul(self, matrix: Any) -> "EncryptedArray":
         """``self @ matrix`` for encrypted (batch, d_in) and plain (d_in, d_out)."""
         plain = as_plain(matrix, "plain matrix")
-        if self.ndim != 2 or plain.ndim != 2 or self.shape[1] != plain.shape[0]:
-            raise InputError(f"matmul needs encrypted (n, d_in) @ plain (d_in, d_out); got shapes "
+        if self.ndim != 2 or plain.ndim != 2 or self.shape[1] != plain.shape[0] or plain.shape[1] == 0:
+            raise InputError(f"matmul needs encrypted (n, d_in) @ plain (d_in, d_out) with d_out > 0; got shapes "
                              f"{self.shape} and {plain.shape}")
         return self._matmul_plain(plain)
 

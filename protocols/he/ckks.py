@@ -197,6 +197,11 @@ class CKKSPublicContext(PublicContext):
         if list(tensor.shape) != expected or not cts or any(
                 ct.size() != 2 or chain - ct.coeff_modulus_size() != ints["level"] for ct in cts):
             raise DecodeError("CKKS tensor does not match its declared shape or level")
+        # the packed engine's ciphertexts carry raised scales, so any scale the level can hold passes;
+        # one that differs from another array's is refused by the operation that combines them
+        room = 2.0 ** sum(self._config.coeff_mod_bit_sizes[:chain - ints["level"]])
+        if not all(1.0 <= scale < room for scale in (tensor.scale(), *(ct.scale for ct in cts))):
+            raise DecodeError("CKKS tensor scale is out of range for its level")
         return CKKSArray(self, tuple(shape), tensor, layout=layout, lane_count=ints["lane_count"],
                          level=ints["level"], bound=math.ldexp(1.0, ints["bound_exp"]))
 

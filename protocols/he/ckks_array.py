@@ -20,13 +20,14 @@ q0 must hold value * 2^scale) or the operation raises EncodingOverflowError.
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import tenseal as ts
 
-from protocols.errors import EncodingOverflowError, InputError
+from protocols.errors import EncodingOverflowError, InputError, SecureFLError
 from protocols.he.base import DepthExceededError, EncryptedArray, bound_exponent
 
 if TYPE_CHECKING:
@@ -47,6 +48,20 @@ def encrypt_batched(context: ts.Context, lanes: np.ndarray) -> ts.CKKSTensor:
     flat = lanes.reshape(rows, size) if size > 1 else lanes.reshape(rows)
     tensor = ts.ckks_tensor(context, flat, batch=True)
     return tensor if list(tensor.shape) == rest else tensor.reshape(rest)
+
+
+def _tenseal_op(method: Callable[..., "CKKSArray"]) -> Callable[..., "CKKSArray"]:
+    """TenSEAL's own refusals (a scale mismatch or overflow, as a peer's ciphertext at another scale
+    brings) as one InputError, not a raw ValueError from inside the library."""
+    @functools.wraps(method)
+    def run(self: "CKKSArray", *args: Any, **kwargs: Any) -> "CKKSArray":
+        try:
+            return method(self, *args, **kwargs)
+        except SecureFLError:
+            raise
+        except (ValueError, RuntimeError) as exc:
+            raise InputError(f"TenSEAL refused {method.__name__.strip('_')} on a CKKS array: {exc}") from None
+    return run
 
 
 class CKKSArray(EncryptedArray):
@@ -121,6 +136,7 @@ class CKKSArray(EncryptedArray):
         return axis + 1 if self.layout == "folded" else axis
 
     # --- operations -----------------------------------------------------------
+    @_tenseal_op
     def _add_cipher(self, other: EncryptedArray) -> "CKKSArray":
         if not isinstance(other, CKKSArray) or other.layout != self.layout \
                 or other.lane_count != self.lane_count:
@@ -128,6 +144,7 @@ class CKKSArray(EncryptedArray):
         return self._like(self.tensor + other.tensor, level=max(self.level, other.level),
                           bound=self.bound + other.bound)
 
+    @_tenseal_op
     def _add_plain(self, plain: np.ndarray) -> "CKKSArray":
         bound = self.bound + float(np.max(np.abs(plain), initial=0.0))
         if self.layout == "flat":
@@ -139,6 +156,7 @@ class CKKSArray(EncryptedArray):
         addend = self.encrypt_lanes(self.values_to_lanes(plain), float(np.max(np.abs(plain))))
         return self._like(self.tensor + addend.tensor, bound=bound)
 
+    @_tenseal_op
     def _mul_plain(self, plain: np.ndarray) -> "CKKSArray":
         level = self._next_level()
         factor = plain[0] if self.layout == "batched" else plain
@@ -147,6 +165,7 @@ class CKKSArray(EncryptedArray):
         operand: Any = float(factor) if factor.ndim == 0 else np.array(factor)
         return self._like(self.tensor * operand, level=level, bound=bound)
 
+    @_tenseal_op
     def _matmul_plain(self, matrix: np.ndarray) -> "CKKSArray":
         level = self._next_level()
         bound = self.bound * float(np.max(np.abs(matrix).sum(axis=0), initial=0.0))
@@ -158,6 +177,7 @@ class CKKSArray(EncryptedArray):
             tensor = self.tensor.mm(matrix)
         return self._like(tensor, shape=(self.shape[0], d_out), level=level, bound=bound)
 
+    @_tenseal_op
     def _sum_axis(self, axis: int, reveal_lane_sums: bool) -> "CKKSArray":
         shape = self.shape[:axis] + self.shape[axis + 1:]
         bound = self.bound * self.shape[axis]
@@ -174,6 +194,7 @@ class CKKSArray(EncryptedArray):
         tensor = self.tensor.sum(self._tenseal_axis(axis))
         return self._like(tensor, shape=shape, bound=bound)
 
+    @_tenseal_op
     def _negate(self) -> "CKKSArray":
         return self._like(-self.tensor)
 

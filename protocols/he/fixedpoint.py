@@ -43,6 +43,15 @@ def encode_fixed(values: np.ndarray, scale_bits: int) -> np.ndarray:
     return out
 
 
+def scaled_bound(bound: float, scale_bits: int) -> int:
+    """``ceil(bound * 2^scale_bits)``, at least 1: the integer bound of fixed-point lanes.
+    EncodingOverflowError where no float holds it (e.g. bound 1e305), as no lane would."""
+    try:
+        return max(math.ceil(math.ldexp(float(bound), scale_bits)), 1)
+    except OverflowError:
+        raise EncodingOverflowError(f"bound {bound:g} at {scale_bits} fraction bits is beyond any lane") from None
+
+
 def max_abs_int(ints: np.ndarray) -> int:
     """The largest magnitude in an object array of ints (0 when empty)."""
     return max((abs(int(v)) for v in ints.reshape(-1)), default=0)
@@ -99,7 +108,11 @@ class FixedPointArray:
     def to_float(self) -> np.ndarray:
         """Correctly rounded float64 values (Python int true division)."""
         denominator = 1 << self.scale_bits
-        flat = [int(v) / denominator for v in self.values.reshape(-1)]
+        try:
+            flat = [int(v) / denominator for v in self.values.reshape(-1)]
+        except OverflowError:  # a valid unpacked lane can exceed float64; decrypt_raw still holds it exactly
+            raise EncodingOverflowError("a decrypted value is beyond float64's range; use decrypt_raw for the"
+                                        " exact fixed-point lanes") from None
         return np.array(flat, dtype=np.float64).reshape(self.shape)
 
     def to_fields(self) -> dict[str, Any]:

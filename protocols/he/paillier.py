@@ -21,7 +21,7 @@ from gmpy2 import mpz
 from protocols.errors import CryptoError, DecodeError, InputError
 from protocols.he.base import (EncryptedArray, PublicContext, SecretContext, key_fingerprint,
                                plaintext_to_encrypt)
-from protocols.he.fixedpoint import FixedPointArray, encode_fixed, unpack
+from protocols.he.fixedpoint import FixedPointArray, encode_fixed, scaled_bound, unpack
 from protocols.he.paillier_array import PaillierArray, fields_scalar, grid_shape
 from protocols.he.paillier_keys import PaillierPrivateKey, PaillierPublicKey
 from protocols.he.parallel import resolve_workers
@@ -125,7 +125,7 @@ class PaillierPublicContext(PublicContext):
     def encrypt(self, values: Any, *, bound: float | None = None) -> PaillierArray:
         plain, limit = plaintext_to_encrypt(values, bound, self._config.max_abs)
         packed, shape, scale = plain.ndim > 0, plain.shape, self._config.precision_bits
-        lane_bound = math.ceil(math.ldexp(limit, scale))
+        lane_bound = scaled_bound(limit, scale)
         template = PaillierArray(self, shape, np.empty(grid_shape(shape, self.lanes, packed), object),
                                  packed=packed, scale_bits=scale, bound_bits=lane_bound.bit_length())
         ints = encode_fixed(plain, scale)
@@ -155,6 +155,8 @@ class PaillierPublicContext(PublicContext):
             raise DecodeError("Paillier public context: n and hs must be hex strings") from None
         config = PaillierConfig(**body, workers=workers,
                                 insecure_small_keys_for_tests=insecure_small_keys_for_tests)
+        if n.bit_length() != config.key_bits:  # before the primality test, which a huge n makes slow
+            raise InputError(f"public key has {n.bit_length()} bits, config says {config.key_bits}")
         key = PaillierPublicKey.from_parts(n, hs)
         if gmpy2.gcd(key.n, gmpy2.primorial(1 << 16)) != 1:
             raise InputError("Paillier modulus has a small prime factor")

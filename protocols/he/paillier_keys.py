@@ -69,6 +69,8 @@ class PaillierPublicKey:
             raise InputError("Paillier modulus n must be an odd composite non-square")
         if not 1 < hs < n * n or gmpy2.gcd(hs, n) != 1:
             raise InputError("Paillier DJN base hs must be a unit mod n^2 other than 1")
+        if hs % n in (1, n - 1) or hs * hs % (n * n) == 1:  # hs^r would be +-1 or (1+n)^k: no hiding
+            raise InputError("Paillier DJN base hs is of a form that hides nothing")
         return cls(n, hs)
 
     @property

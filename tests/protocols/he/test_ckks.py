@@ -157,3 +157,36 @@ def test_galois_keys_give_an_exact_sum_over_axis0(galois: Scheme, rng: np.random
     assert total.layout == "flat"
     assert galois.close(galois.secret.decrypt(received), (x.sum(0) + row) * row - x.sum(0))
     assert galois.close(galois.secret.decrypt(enc.sum()), x.sum())
+
+
+def _peer_fields(ckks: Scheme, *, tensor_scale: float | None = None):
+    """Fields of a level-1 ciphertext from a peer whose TenSEAL context does not rescale (scale 2^80)."""
+    import tenseal as ts
+
+    from protocols.interactive.sealwire import _tensor_proto, ciphertext_bytes, ciphertexts_fields
+
+    context = ts.context_from(ckks.public.tenseal_context.serialize(
+        save_public_key=True, save_secret_key=False, save_relin_keys=True, save_galois_keys=False))
+    context.auto_rescale = False
+    ct = (ts.ckks_tensor(context, np.array([[1.0, 2.0], [3.0, 4.0]]), batch=True) * 3.0).ciphertext()[0]
+    fields = ciphertexts_fields(ckks.public, [ct], bound_exp=4)
+    if tensor_scale is not None:
+        fields["tensor"] = _tensor_proto([ciphertext_bytes(ct)], tensor_scale, ckks.public.config.slots)
+    return fields
+
+
+@pytest.mark.parametrize("scale", [float("nan"), 0.0, -1.0, 2.0 ** 400])
+def test_a_peers_tensor_at_a_scale_no_level_holds_is_a_decode_error(ckks: Scheme, scale: float) -> None:
+    with pytest.raises(DecodeError, match="scale is out of range"):
+        ckks.public.array_from_fields(_peer_fields(ckks, tensor_scale=scale))
+
+
+def test_arrays_at_different_scales_are_refused_by_the_operation_that_combines_them(ckks: Scheme) -> None:
+    # Arrange: a level-1 ciphertext at 2^80, which its level can hold, beside one of ours at 2^40
+    theirs = ckks.public.array_from_fields(_peer_fields(ckks))
+    ours = ckks.public.encrypt(np.ones((ckks.public.config.slots, 1)))
+    # Act / Assert: one InputError, not TenSEAL's raw ValueError
+    with pytest.raises(InputError, match="TenSEAL refused add_cipher"):
+        theirs + ours
+    with pytest.raises(InputError, match="TenSEAL refused"):
+        theirs + 1.0

@@ -139,6 +139,8 @@ def test_shape_mismatch_names_both_shapes(scheme: Scheme) -> None:
         a + np.ones(4)
     with pytest.raises(InputError, match=r"\(3, 2\).*\(3, 5\)"):
         a @ np.ones((3, 5))
+    with pytest.raises(InputError, match=r"d_out > 0.*\(2, 0\)"):  # TenSEAL would abort the process
+        a @ np.ones((2, 0))
 
 
 def test_unsupported_operations_raise_input_error(scheme: Scheme) -> None:
@@ -163,6 +165,8 @@ def test_encrypt_refuses_values_over_the_bound(scheme: Scheme) -> None:
         scheme.public.encrypt(np.array([0.0, 2 * limit]))
     with pytest.raises(EncodingOverflowError):
         scheme.public.encrypt(np.array([3.0]), bound=2.0)
+    with pytest.raises(EncodingOverflowError):
+        scheme.public.encrypt(np.array([3.0]), bound=1e305)
 
 
 def test_mixing_two_public_keys_is_refused(scheme: Scheme) -> None:

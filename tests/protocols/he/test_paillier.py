@@ -128,6 +128,38 @@ def test_load_rejects_modulus_with_small_factor(paillier: Scheme) -> None:
         load_public_context("paillier", bad, insecure_small_keys_for_tests=True)
 
 
+def test_load_checks_the_modulus_size_before_its_primality(paillier: Scheme) -> None:
+    # Arrange: a 200,000-bit odd n would take minutes to test for primality
+    n = (1 << 199_999) + 1
+    blob = paillier.secret.public_context().serialize()
+    bad = blob.replace(format(int(paillier.public.key.n), "x").encode(), format(n, "x").encode())
+    # Act / Assert: refused by its size alone
+    with pytest.raises(InputError, match="public key has 200000 bits, config says 1024"):
+        load_public_context("paillier", bad, insecure_small_keys_for_tests=True)
+
+
+@pytest.mark.parametrize("weak", ["n^2 - 1", "n + 1", "1 + 5n"])
+def test_a_djn_base_that_hides_nothing_is_refused(paillier: Scheme, weak: str) -> None:
+    # Arrange: hs^r would be +-1, or (1 + n)^k, which shifts the plaintext by a known multiple
+    n = int(paillier.public.key.n)
+    hs = {"n^2 - 1": n * n - 1, "n + 1": n + 1, "1 + 5n": 1 + 5 * n}[weak]
+    # Act / Assert
+    with pytest.raises(InputError, match="hides nothing"):
+        PaillierPublicKey.from_parts(n, hs)
+
+
+def test_a_value_beyond_float64_decrypts_only_raw() -> None:
+    # Arrange: unpacked lanes may legitimately outgrow a float64
+    secret = make_he("paillier", key_bits=2048, pack=False)
+    enc = secret.public_context().encrypt(np.array([1.0]))
+    for _ in range(20):
+        enc = enc * float(2 ** 52)
+    # Act / Assert
+    assert int(secret.decrypt_raw(enc).values[0]) == 1 << (24 + 52 * 20)
+    with pytest.raises(EncodingOverflowError, match="use decrypt_raw"):
+        secret.decrypt(enc)
+
+
 def test_tampered_ciphertext_bytes_are_refused(paillier: Scheme) -> None:
     fields = paillier.public.encrypt(np.ones((3, 2))).to_fields()
     width, key = paillier.public.key.ciphertext_bytes, paillier.public.key
