@@ -16,7 +16,8 @@ iterations of Algorithm 1:
    others' contribution held at its stale value.
 
 No party sends features, labels or weights across silos; hubs see ``Phi`` of the
-minibatch rows. Every ``eval_every`` rounds (and at the end) the federation computes
+minibatch rows and their own silo's average, from which a hub can solve for its own
+clients' features over enough rounds (see :mod:`securefl.algorithms.tdcd_hub`). Every ``eval_every`` rounds (and at the end) the federation computes
 the training objective with the averaged model the same way, over all training rows
 (the paper's curves); at the end the test metrics. Those exchanges travel under
 ``eval-*`` stages, so their bytes are reported apart from training's.

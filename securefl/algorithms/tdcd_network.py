@@ -50,7 +50,7 @@ def hub_party(transport: Transport, *, silo: int, clients: Sequence[str], hubs: 
         columns.append(message["columns"])
         publics[client] = message["key"]
     check_same_columns(transport.name, columns, list(clients))
-    by_hub = _same_samples(transport, hubs, [i for client_ids in ids for i in client_ids], publics)
+    by_hub = _same_samples(transport, hubs, [i for client_ids in ids for i in client_ids], publics, len(clients))
     _relay_group_key(transport, hubs, clients, by_hub)
     positions, n_train, n_test = positions_by_ids(ids, config.seed, where=f"silo {transport.name!r}")
     for client, p in zip(clients, positions):
@@ -64,12 +64,16 @@ def hub_party(transport: Transport, *, silo: int, clients: Sequence[str], hubs: 
 
 
 def _same_samples(transport: Transport, hubs: Sequence[str], ids: list[str],
-                  publics: dict[str, bytes]) -> dict[str, dict[str, bytes]]:
-    """ProtocolError on every hub unless all silos hold the same sample IDs (compared by digest);
-    each hub's clients' public keys for the group key, which the hubs swap alongside."""
+                  publics: dict[str, bytes], clients: int) -> dict[str, dict[str, bytes]]:
+    """ProtocolError on every hub unless all silos hold the same sample IDs (compared by digest) and
+    have as many clients (the minibatch is batch_size per client); each hub's clients' public keys
+    for the group key, which the hubs swap alongside."""
     mine, by_hub = id_digest(ids), {transport.name: dict(publics)}
-    for hub, theirs in _swap(transport, hubs, "digest", digest=mine, rows=len(ids),
+    for hub, theirs in _swap(transport, hubs, "digest", digest=mine, rows=len(ids), clients=clients,
                              **pack(publics, PUBLIC_BYTES)).items():
+        if theirs["clients"] != clients:
+            raise ProtocolError(f"silos {transport.name!r} ({clients} clients) and {hub!r} ({theirs['clients']}"
+                                " clients) differ: every silo needs the same number of clients")
         if theirs["digest"] != mine:
             raise ProtocolError(f"silos {transport.name!r} ({len(ids)} samples) and {hub!r} ({theirs['rows']}"
                                 " samples) hold different sample IDs; align them first (securefl psi)")

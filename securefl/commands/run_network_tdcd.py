@@ -34,6 +34,10 @@ def parse_silos(text: str) -> Silos:
     everyone = [name for hub, clients in silos for name in (hub, *clients)]
     if len(set(everyone)) != len(everyone):
         raise InputError(f"--parties names a party twice: {text!r}")
+    sizes = [len(names) for _, names in silos]
+    if len(set(sizes)) != 1:
+        raise InputError(f"--parties: every silo needs the same number of clients (the minibatch is --batch-size"
+                         f" per client), got {sizes}")
     return tuple(silos)
 
 

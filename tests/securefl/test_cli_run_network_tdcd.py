@@ -67,6 +67,8 @@ def test_the_networked_setup_regresses_as_the_one_process_run(tmp_path):
     (["--role", "bank", "--peer", "127.0.0.1:1"], "needs --parties 'HUB=CLIENT"),
     (["--role", "bank", "--parties", "bank,shop", "--peer", "127.0.0.1:1"], "--parties for tdcd is 'HUB=CLIENT"),
     (["--role", "x", "--parties", SILOS, "--peer", "127.0.0.1:1"], "--role 'x' is neither a hub"),
+    (["--role", "bank", "--parties", "bank=a,b;shop=c", "--peer", "127.0.0.1:1"],
+     "every silo needs the same number of clients (the minibatch is --batch-size per client), got [2, 1]"),
     (["--role", "bank", "--parties", SILOS, "--peer", "127.0.0.1:1", "--csv", "a.csv"], "hub 'bank' holds no data"),
     (["--role", "branch", "--parties", SILOS, "--peer", "127.0.0.1:1"], "client 'branch' needs its own rows"),
     (["--role", "branch", "--parties", SILOS, "--peer", "127.0.0.1:1", "--csv", "a.csv", "--silos", "3"],

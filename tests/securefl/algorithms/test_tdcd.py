@@ -114,6 +114,25 @@ def test_parties_receive_only_phi_masked_sums_and_their_own_silos_average():
                     assert value.shape[0] <= len(shard.y_train) + len(shard.y_test)
 
 
+def test_a_hub_can_solve_for_its_clients_features_from_their_phi_and_the_average_it_computes():
+    # Arrange: Algorithm 1 has the hub form its silo's average and collect Phi = x . average for
+    # every training row at each evaluation; after about as many rounds as the silo has columns
+    # that is a linear system in the clients' (standardised) features
+    split = tiered_split(_regression_table(), silos=2, clients=3, seed=1)
+    logs = run_tdcd(split, replace(CONFIG, rounds=10, secure=True), record=True)["logs"]
+    averages = {m.tag.round: m["x"].astype(np.float64) for m in logs["silo0-client0"]
+                if m.src == "hub0" and m.tag.stage == "fedavg" and m.tag.name == "average"}  # what hub0 sent
+    for shard in split.shards[0]:
+        phi = {m.tag.round: m["phi"][:, 0] for m in logs["hub0"]  # what hub0's transport delivered
+               if m.src == shard.name and m.tag.stage == "eval-train" and m.tag.name == "phi"}
+        rounds = sorted(set(averages) & set(phi))[1:]  # round 0's model is all zeros
+        # Act: least squares, rounds x columns against rounds x rows
+        guess = np.linalg.lstsq(np.stack([averages[r] for r in rounds]), np.stack([phi[r] for r in rounds]),
+                                rcond=None)[0].T
+        # Assert: every feature of every row, to float32's precision (README: what each party learns)
+        assert np.abs(guess - shard.x_train).max() < 1e-3, shard.name
+
+
 @pytest.mark.parametrize("secure", [True, False])
 def test_with_three_silos_a_hub_reads_no_other_silos_phi_unless_masking_is_off(secure):
     # Arrange

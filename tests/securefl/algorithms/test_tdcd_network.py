@@ -66,6 +66,20 @@ def test_silos_holding_different_samples_stop_at_the_setup():
         _networked(_silos(drop=7), CONFIG)
 
 
+def test_silos_with_different_numbers_of_clients_stop_at_the_setup():
+    # Arrange: the second silo's rows dealt to three clients instead of two
+    silos = _silos()
+    rows = silos[1][1]
+    ids = [i for c in rows for i in c.ids]
+    x, y = np.concatenate([c.x for c in rows]), np.concatenate([c.y for c in rows])
+    parts = np.array_split(np.arange(len(ids)), 3)
+    silos[1] = ("hub1", [ClientRows(f"s1c{k}", tuple(ids[i] for i in p), x[p], y[p], rows[0].columns)
+                         for k, p in enumerate(parts)])
+    # Act / Assert: at the setup, naming both counts (from whichever hub stops first), not at round 0
+    with pytest.raises(ProtocolError, match=r"\([23] clients\) and 'hub[01]' \([23] clients\) differ: every silo"):
+        _networked(silos, CONFIG)
+
+
 def test_clients_of_one_silo_with_different_columns_are_refused():
     silos = _silos()
     hub, clients = silos[0]
