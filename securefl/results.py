@@ -12,7 +12,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from protocols.errors import InputError
 
@@ -34,6 +34,24 @@ def check_output(path: str | os.PathLike, option: str, *, folder: bool = False) 
             pass
     except OSError as exc:
         raise InputError(f"{option} {path}: cannot write in {parent} ({exc.strerror or exc})") from None
+
+
+def check_apart(outputs: Sequence[tuple[str, Any]], inputs: Sequence[tuple[str, Any]]) -> None:
+    """Before any work: InputError when an output (option, path) is one of the input files or
+    another output, so a run never replaces the data it reads (``--json`` naming the input CSV).
+    ``None`` paths are skipped."""
+    seen: dict[Path, tuple[str, Any]] = {}
+    for option, path in inputs:
+        if path is not None:
+            seen.setdefault(Path(path).resolve(), (option, path))
+    for option, path in outputs:
+        if path is None:
+            continue
+        key = Path(path).resolve()
+        if key in seen:
+            other, named = seen[key]
+            raise InputError(f"{option} {path} would replace {other} {named}; write it to another file")
+        seen[key] = (option, path)
 
 
 def strict_json(value: Any) -> Any:

@@ -41,7 +41,7 @@ def add_arguments(group: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     path, public_path = Path(args.file), Path(f"{args.file}.pub")
     for target in (path, public_path):
-        if target.exists():
+        if os.path.lexists(target):  # a link too, even one to nowhere: keygen would write where it points
             raise InputError(f"{target} exists; keygen never overwrites a key")
     if not path.parent.is_dir():
         raise InputError(f"{path}: {path.parent} is not a folder")
@@ -51,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
         fh.write(crypto.private_bytes(key).hex() + "\n")
     public = crypto.public_bytes(key).hex()
     try:
-        public_path.write_text(public + "\n")
+        fd = os.open(public_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(public + "\n")
     except BaseException:  # nothing half-written: no private key without its public one
         path.unlink(missing_ok=True)
         raise

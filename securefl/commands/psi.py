@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from protocols.errors import InputError
-from protocols.psi import check_ids, intersect, psi_two_party
+from protocols.psi import intersect, psi_two_party
 from securefl.commands import keygen, plain_text
 from securefl.data import read_party_csv, write_csv_atomically
-from securefl.results import check_output, write_json_atomically
+from securefl.data.tables import exact_ids
+from securefl.results import check_apart, check_output, write_json_atomically
 from securefl.runtime import validation as check
 
 EXAMPLE = "securefl psi left.csv right.csv --id-column id --out aligned/"
@@ -66,12 +67,14 @@ def _check_args(args: argparse.Namespace) -> None:
         check_output(args.json, "--json")
         if Path(args.json).resolve() == Path(args.out).resolve():
             raise InputError(f"--json {args.json} is the --out folder; name a file outside it")
+    written = ["left.csv", "right.csv"] if args.role is None else [f"{args.role}.csv"]
+    check_apart([*(("--out", Path(args.out) / name) for name in written), ("--json", args.json)],
+                [*(("input", f) for f in args.files), ("--identity", args.identity), ("--trust", args.trust)])
 
 
 def _load(path: Path, id_column: str) -> tuple[Any, list[str]]:
     frame = read_party_csv(path, id_column)
-    ids = check_ids(frame[id_column].tolist(), source=f"{path} column {id_column!r}")
-    return frame, ids
+    return frame, exact_ids(frame[id_column], str(path), id_column)
 
 
 def run(args: argparse.Namespace) -> int:

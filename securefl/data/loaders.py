@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 
 from protocols.errors import InputError
-from protocols.psi import check_ids
-from securefl.data.tables import read_party_csv
+from securefl.data.tables import exact_ids, read_party_csv
 from securefl.data.vertical import PartyTable, VerticalDataset
 
 MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
@@ -96,7 +95,7 @@ def party_from_frame(frame: pd.DataFrame, *, source: str, name: str, id_column: 
     """
     if len(frame) == 0:
         raise InputError(f"{source}: no data rows (only a header)")
-    ids = _ids(frame[id_column], source, id_column)
+    ids = exact_ids(frame[id_column], source, id_column)
     columns = [c for c in frame.columns if c not in (id_column, label_column)]
     if not columns:
         held = f"{id_column!r}" + (f" and {label_column!r}" if label_column else "")
@@ -109,15 +108,6 @@ def party_from_frame(frame: pd.DataFrame, *, source: str, name: str, id_column: 
     table = PartyTable(name=name, ids=tuple(ids), features=features,
                        feature_names=tuple(map(str, columns)), labels=labels)
     return table, notes
-
-
-def _ids(column: pd.Series, source: str, name: str) -> list[str]:
-    """The ID column as exact strings; empty IDs and duplicates are errors."""
-    empty = column.str.strip() == ""
-    if empty.any():
-        raise InputError(f"{source}: column {name!r} has {int(empty.sum())} empty ID cell(s)"
-                         f" (first in data row {_first_row(empty)})")
-    return check_ids(column.tolist(), source=source)
 
 
 def _check_missing(text: pd.Series, source: str, name: str) -> None:

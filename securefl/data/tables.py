@@ -12,16 +12,43 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from protocols.errors import InputError
+from protocols.psi import check_ids
 
 OTHER_DELIMITERS = (";", "\t", "|")
 MAX_FRACTIONAL_CLASSES = 50
 """A classifying label may hold at most this many distinct fractional values (GL's limit for categories)."""
+
+
+def _read(path: Path, **options: Any) -> pd.DataFrame:
+    """``pd.read_csv`` with one-line errors (:func:`check_header` then checks the header itself)."""
+    try:
+        frame = pd.read_csv(path, **options)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: file is empty, expected a CSV with a header row") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: cannot read CSV: {first}") from None
+    return frame
+
+
+def read_text_column(path: str | os.PathLike, column: str) -> pd.Series:
+    """One column of ``path`` as the exact text in the file (IDs: "007" stays "007", "" stays "")."""
+    return _read(Path(path), usecols=[column], dtype=str, keep_default_na=False, na_filter=False)[column]
+
+
+def exact_ids(column: pd.Series, source: str, name: str) -> list[str]:
+    """A text ID column as a list; empty IDs and duplicates are errors naming ``source`` and the column."""
+    empty = column.str.strip() == ""
+    if empty.any():
+        raise InputError(f"{source}: column {name!r} has {int(empty.sum())} empty ID cell(s)"
+                         f" (first in data row {int(np.flatnonzero(empty.to_numpy())[0]) + 1})")
+    return check_ids(column.tolist(), source=source)
 
 
 def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
@@ -29,13 +56,7 @@ def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: file not found")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: file is empty, expected a CSV with a header row") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{path}: cannot read CSV: {first}") from None
+    frame = _read(path, dtype=str, keep_default_na=False, na_filter=False)
     if id_column not in frame.columns:
         shown = ", ".join(map(str, frame.columns[:10])) + (", ..." if len(frame.columns) > 10 else "")
         raise InputError(f"{path}: no column {id_column!r} (columns: {shown}){delimiter_hint(frame)}")
@@ -57,13 +78,7 @@ def read_labelled_csv(path: str | os.PathLike, *, label: str, also: tuple[str, s
         raise InputError(f"{also[0]} and --label both name column {label!r}; they must name different columns")
     if not path.is_file():
         raise InputError(f"--csv file {path} not found")
-    try:
-        frame = pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: file is empty, expected a CSV with a header row") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{path}: cannot read CSV: {first}") from None
+    frame = _read(path)
     for option, column in (("--label", label), *([also] if also else [])):
         if column not in frame.columns:
             known = ", ".join(map(str, frame.columns))
@@ -80,8 +95,14 @@ def read_labelled_csv(path: str | os.PathLike, *, label: str, also: tuple[str, s
 
 
 def check_header(path: Path) -> None:
-    """Refuse a header that names a column twice (pandas would quietly rename the second ``x.1``)."""
-    raw = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False, na_filter=False)
+    """Refuse a header that names a column twice (pandas would quietly rename the second ``x.1``),
+    or fewer fields than the first data row holds: when every row has more (a trailing comma),
+    pandas makes their first fields the index, and every column would shift to the left."""
+    try:
+        raw = pd.read_csv(path, header=None, nrows=2, dtype=str, keep_default_na=False, na_filter=False)
+    except pd.errors.ParserError:
+        raise InputError(f"{path}: data rows hold more fields than the header names (a trailing comma?);"
+                         " give every row as many fields as the header") from None
     names = raw.iloc[0].tolist() if len(raw) else []
     seen: set[str] = set()
     for name in names:
@@ -136,6 +157,9 @@ def write_csv_atomically(out_dir: str | os.PathLike, frames: Mapping[str, pd.Dat
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: --out exists and is not a folder")
+    for name in frames:  # before anything is written: a replace that fails half way would leave a mix
+        if (out / name).is_dir():
+            raise InputError(f"{out / name}: a folder is in the way of this output file")
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
     try:

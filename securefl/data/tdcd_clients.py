@@ -53,12 +53,11 @@ def load_client_csv(path: str | Path, *, name: str, id_column: str, label: str,
     """A TDCD client's own CSV: an ID column, numeric feature columns and a numeric target, or with
     ``classes`` (the federation's class values, as text) a class label that must be one of them."""
     from securefl.data.chfl_clients import class_indices
-    from securefl.data.tables import read_labelled_csv
+    from securefl.data.tables import exact_ids, read_labelled_csv, read_text_column
 
     path, frame = read_labelled_csv(path, label=label, also=("--id-column", id_column), classify=False)
-    ids = tuple(str(v) for v in frame[id_column])
-    if len(set(ids)) != len(ids):
-        raise InputError(f"{path}: column {id_column!r} holds duplicate IDs")
+    # as the file spells them: pandas would read "007" and "7" both as the number 7
+    ids = tuple(exact_ids(read_text_column(path, id_column), str(path), id_column))
     if any("\n" in i for i in ids):
         raise InputError(f"{path}: an ID in column {id_column!r} holds a line break")
     features = [c for c in frame.columns if c not in (id_column, label)]

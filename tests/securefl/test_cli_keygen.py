@@ -32,6 +32,19 @@ def test_keygen_never_overwrites_a_key(tmp_path, capsys):
     assert key.read_text() == before
 
 
+@pytest.mark.parametrize("linked", ["bank.key", "bank.key.pub"])
+def test_keygen_refuses_a_link_to_nowhere_where_it_would_write(tmp_path, capsys, linked):
+    # Arrange: a dangling link, as someone who may write in the folder could plant
+    victim = tmp_path / "elsewhere" / "victim"
+    victim.parent.mkdir()
+    (tmp_path / linked).symlink_to(victim)
+    # Act
+    code = main(["keygen", str(tmp_path / "bank.key")])
+    # Assert: one line, no key written anywhere
+    assert code == 2 and "exists; keygen never overwrites a key" in capsys.readouterr().err
+    assert not victim.exists() and not (tmp_path / "bank.key").is_file()
+
+
 def test_a_trust_file_pins_each_listed_peer(tmp_path):
     a, b = (crypto.public_bytes(crypto.new_private_key()) for _ in range(2))
     path = tmp_path / "trust.txt"

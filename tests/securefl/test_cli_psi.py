@@ -52,6 +52,10 @@ def _bad_file(kind, folder):
         path.write_text("")
     elif kind == "binary":
         path.write_bytes(b"id\n\xff\xfe\x00\x81\n")
+    elif kind == "empty_id":
+        path.write_text("id,x\na,1\n,2\n")
+    elif kind == "trailing_comma":
+        path.write_text("id,x\na,1,\nc,2,\n")
     return path
 
 
@@ -61,6 +65,8 @@ def _bad_file(kind, folder):
     ("duplicates", "duplicate"),
     ("empty", "empty"),
     ("binary", "cannot read CSV"),
+    ("empty_id", "empty_id.csv: column 'id' has 1 empty ID cell(s) (first in data row 2)"),
+    ("trailing_comma", "trailing_comma.csv: data rows hold more fields than the header names"),
 ])
 def test_bad_input_gives_one_line_error_and_writes_nothing(tmp_path, two_parties, capsys, kind, message):
     left, _ = two_parties
@@ -171,3 +177,36 @@ def test_ctrl_c_while_the_server_waits_for_its_peer_is_answered_at_once(tmp_path
         pytest.fail("the waiting server did not answer Ctrl-C within 20 s")
     # Assert
     assert proc.returncode == 130 and err.strip().splitlines() == ["securefl psi: interrupted"]
+
+
+def test_a_folder_in_the_way_of_one_output_leaves_the_others_untouched(tmp_path, two_parties, capsys):
+    # Arrange: out/right.csv is a folder, out/left.csv an earlier result
+    left, right = two_parties
+    out = tmp_path / "out"
+    (out / "right.csv").mkdir(parents=True)
+    (out / "left.csv").write_text("earlier\n")
+    # Act
+    code = main(["psi", str(left), str(right), "--id-column", "id", "--out", str(out)])
+    # Assert: one line naming the user's path, and nothing replaced
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and f"{out / 'right.csv'}: a folder is in the way" in err
+    assert (out / "left.csv").read_text() == "earlier\n"
+
+
+@pytest.mark.parametrize("out, json_name, message", [
+    (".", None, "--out left.csv would replace input"),
+    ("out", "left.csv", "--json left.csv would replace input"),
+    ("out", "out/right.csv", "would replace --out out/right.csv"),
+])
+def test_an_output_that_would_replace_an_input_or_another_output_is_refused(tmp_path, two_parties, capsys,
+                                                                             monkeypatch, out, json_name, message):
+    # Arrange
+    monkeypatch.chdir(tmp_path)
+    before = {p: p.read_bytes() for p in two_parties}
+    argv = ["psi", "left.csv", "right.csv", "--id-column", "id", "--out", out]
+    # Act
+    code = main([*argv, *(["--json", json_name] if json_name else [])])
+    # Assert: one line, and the inputs are as they were
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and message in err
+    assert {p: p.read_bytes() for p in two_parties} == before

@@ -118,6 +118,18 @@ def test_non_binary_label_is_a_one_line_error_naming_the_file(tmp_path, capsys):
     assert code == 2 and "bank.csv" in err and "binary" in err and len(err.splitlines()) == 1
 
 
+def test_a_json_that_would_replace_an_input_csv_is_refused_before_any_work(tmp_path, capsys):
+    # Arrange
+    bank, shop = _party_csvs(tmp_path)
+    before = shop.read_bytes()
+    # Act
+    code = main(["run", "centralized", "--party-csv", str(bank), str(shop), "--json", str(shop), "--no-progress"])
+    # Assert
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and f"--json {shop} would replace --party-csv {shop}" in err
+    assert shop.read_bytes() == before
+
+
 def test_passive_party_without_common_ids_is_a_one_line_error(tmp_path, capsys):
     bank, shop = _party_csvs(tmp_path, passive_ids=[f"other{i}" for i in range(600)])
 

@@ -97,3 +97,26 @@ def test_infinities_are_checked_only_in_the_named_features(tmp_path):
     assert frame.shape == (2, 3)
     with pytest.raises(InputError, match="column 'id' holds infinite values"):
         read_labelled_csv(path, label="y")
+
+
+@pytest.mark.parametrize("read", [lambda p: read_party_csv(p, "id"), lambda p: read_labelled_csv(p, label="y")])
+def test_rows_with_a_trailing_comma_are_refused_not_shifted(tmp_path, read):
+    # Arrange: pandas would take each row's first field as its index and shift every column left
+    path = write(tmp_path, "trail.csv", "id,x,y\n1,10,0,\n2,20,1,\n")
+    # Act / Assert
+    with pytest.raises(InputError, match=r"trail\.csv: data rows hold more fields than the header names"):
+        read(path)
+
+
+def test_ids_are_read_as_the_text_in_the_file_and_empty_ones_are_refused(tmp_path):
+    # Arrange
+    from securefl.data.tables import exact_ids, read_text_column
+
+    good = write(tmp_path, "ids.csv", "id,x\n007,1\n7,2\n 7,3\n")
+    empty = write(tmp_path, "empty.csv", "id,x\n1,1\n,2\n")
+    # Act
+    ids = exact_ids(read_text_column(good, "id"), "ids.csv", "id")
+    # Assert
+    assert ids == ["007", "7", " 7"]
+    with pytest.raises(InputError, match=r"empty\.csv: column 'id' has 1 empty ID cell\(s\) \(first in data row 2\)"):
+        exact_ids(read_text_column(empty, "id"), "empty.csv", "id")

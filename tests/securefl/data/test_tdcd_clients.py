@@ -48,3 +48,24 @@ def test_silos_holding_different_labels_are_one_line_naming_both_and_a_sample():
     with pytest.raises(InputError,
                        match=r"silos 'left' and 'right' hold different labels for 1 samples \(e.g. ID 'b'\)"):
         check_same_labels([("left", left), ("right", right)])
+
+
+def test_a_client_csv_keeps_its_ids_as_written(tmp_path):
+    # Arrange: "001" and "1" are different samples, as PSI compares them
+    from securefl.data.tdcd_clients import load_client_csv
+
+    (tmp_path / "a.csv").write_text("id,x,y\n001,1.0,2.0\n002,2.0,3.0\n")
+    (tmp_path / "b.csv").write_text("id,x,y\n1,1.0,2.0\n2,2.0,3.0\n")
+    # Act
+    a = load_client_csv(tmp_path / "a.csv", name="a", id_column="id", label="y")
+    b = load_client_csv(tmp_path / "b.csv", name="b", id_column="id", label="y")
+    # Assert
+    assert a.ids == ("001", "002") and b.ids == ("1", "2")
+
+
+def test_an_empty_id_in_a_client_csv_is_refused(tmp_path):
+    from securefl.data.tdcd_clients import load_client_csv
+
+    (tmp_path / "a.csv").write_text("id,x,y\n1,1.0,2.0\n,2.0,3.0\n")
+    with pytest.raises(InputError, match="column 'id' has 1 empty ID cell"):
+        load_client_csv(tmp_path / "a.csv", name="a", id_column="id", label="y")
