@@ -17,10 +17,11 @@ iterations of Algorithm 1:
 
 No party sends features, labels or weights across silos; hubs see ``Phi`` of the
 minibatch rows and their own silo's average, from which a hub can solve for its own
-clients' features over enough rounds (see :mod:`securefl.algorithms.tdcd_hub`). Every ``eval_every`` rounds (and at the end) the federation computes
-the training objective with the averaged model the same way, over all training rows
-(the paper's curves); at the end the test metrics. Those exchanges travel under
-``eval-*`` stages, so their bytes are reported apart from training's.
+clients' features over enough rounds (see :mod:`securefl.algorithms.tdcd_hub`).
+Every ``eval_every`` rounds (and at the end) the federation computes the training
+objective with the averaged model the same way, over all training rows (the paper's
+curves); at the end the test metrics. Those exchanges travel under ``eval-*`` stages,
+so their bytes are reported apart from training's.
 """
 
 from __future__ import annotations
