@@ -58,7 +58,11 @@ def parse_address(text: str) -> tuple[str, int]:
         raise InputError(f"address {text!r} is not HOST:PORT")
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise InputError(f"invalid port {port_text!r} in {text!r}: must be an integer in 1-65535")
-    return host.strip("[]"), int(port_text)
+    bracketed = host.startswith("[") and host.endswith("]")
+    name = host[1:-1] if bracketed else host
+    if not name or "[" in name or "]" in name:  # e.g. "[::1]:80:1", "[]:80"
+        raise InputError(f"address {text!r} is not HOST:PORT (an IPv6 host goes in brackets: [::1]:29500)")
+    return name, int(port_text)
 
 
 class TorchDistTransport(Transport):

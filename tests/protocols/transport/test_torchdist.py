@@ -193,7 +193,8 @@ def test_the_first_party_on_a_port_in_use_says_so():
             TorchDistTransport("a", ("a", "b"), host="127.0.0.1", port=port, connect_timeout=5)
 
 
-@pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", "host:abc", ":80"])
+@pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", "host:abc", ":80", "[::1]:80:1", "[]:80",
+                                  "[::1:80", "a]:80"])
 def test_bad_addresses_give_one_line_errors(text):
     with pytest.raises(InputError, match="HOST:PORT|invalid port"):
         parse_address(text)
