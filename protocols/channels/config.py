@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from protocols.channels.fixedpoint import MAX_SCALE_BITS
+from protocols.checks import finite_number
 from protocols.channels.prg import DEFAULT_PRG, PRGS
 from protocols.codec import Tag
 from protocols.errors import InputError
@@ -65,8 +65,7 @@ class SecAggConfig:
                              f" got {self.scale_bits!r}")
         if self.prg not in PRGS:
             raise InputError(f"SecAggConfig.prg must be one of {list(PRGS)}, got {self.prg!r}")
-        if not isinstance(self.stage_timeout, (int, float)) or isinstance(self.stage_timeout, bool) \
-                or not (math.isfinite(self.stage_timeout) and self.stage_timeout > 0):
+        if not finite_number(self.stage_timeout) or not self.stage_timeout > 0:
             raise InputError(f"SecAggConfig.stage_timeout must be a positive number of seconds,"
                              f" got {self.stage_timeout!r}")
 

@@ -58,6 +58,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from protocols.checks import finite_number
 from protocols.codec import Tag
 from protocols.errors import InputError, ProtocolError
 from protocols.he import BACKENDS, PublicContext, SecretContext, load_public_context, make_config
@@ -92,7 +93,7 @@ def active_engine(public: PublicContext, n_in: int, n_out: int, *, packed_layout
 
 
 def _number(name: str, value: Any, *, low: float, strict: bool = True) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+    if not finite_number(value) \
             or (value <= low if strict else value < low):
         raise InputError(f"InteractiveConfig.{name} must be a finite number "
                          f"{'>' if strict else '>='} {low}, got {value!r}")

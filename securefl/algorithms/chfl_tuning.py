@@ -12,11 +12,11 @@ no message carries a score, so the choice leaks nothing beyond the runs themselv
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
+from protocols.checks import finite_number
 from protocols.errors import InputError
 from securefl.algorithms.chfl import CHFLConfig, run_chfl_method
 from securefl.data.chfl_partition import CHFLPartition
@@ -29,8 +29,7 @@ def check_lrs(lrs: Sequence[float]) -> tuple[float, ...]:
     """``lrs`` as an ascending tuple of distinct positive finite rates; InputError naming ``lrs`` otherwise."""
     values = tuple(lrs)
     if (not values or len(set(values)) != len(values)
-            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0
-                   for v in values)):
+            or any(not finite_number(v) or v <= 0 for v in values)):
         raise InputError(f"lrs must list distinct positive learning rates, got {list(values)!r}")
     return tuple(sorted(float(v) for v in values))
 

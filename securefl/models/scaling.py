@@ -44,14 +44,28 @@ class Standardizer:
                 raise InputError("a scaler needs finite values; a column holds NaN or infinity")
             mean, std = mean.copy(), std.copy()
             mean[huge], std[huge] = rescaled_moments(x[:, huge])
-        return cls(mean=mean, scale=np.where(std > 1e-12, std, 1.0))
+        # a constant column's std can be rounding noise above any fixed cut-off (1e6 + 0.1 in every
+        # row: 2e-10), which would blow a test value up by 1e10; such a column keeps scale 1
+        with np.errstate(over="ignore"):
+            constant = np.ptp(x, axis=0) == 0
+        return cls(mean=np.where(constant, x[0], mean), scale=np.where((std > 1e-12) & ~constant, std, 1.0))
 
     def transform(self, x: np.ndarray) -> np.ndarray:
         """``x`` standardised, as float32 (the dtype every model here trains in)."""
         x = np.asarray(x, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != len(self.mean):
             raise InputError(f"scaler was fitted on {len(self.mean)} columns, got shape {list(x.shape)}")
-        return ((x - self.mean) / self.scale).astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = (x - self.mean) / self.scale
+            wide = ~np.isfinite(out) & np.isfinite(x)
+            if wide.any():  # x - mean overflowed (columns of ~1e308): divide first
+                out = np.where(wide, x / self.scale - self.mean / self.scale, out)
+            out = out.astype(np.float32)
+        if not np.isfinite(out[np.isfinite(x)]).all():
+            column = int(np.flatnonzero((~np.isfinite(out) & np.isfinite(x)).any(axis=0))[0])
+            raise InputError(f"column {column}: a value lies beyond float32's range once standardised by the"
+                             " scaler fitted on the training rows")
+        return out
 
 
 __all__ = ["Standardizer", "rescaled_moments"]

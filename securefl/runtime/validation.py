@@ -7,16 +7,16 @@ setting from the CLI or from code reads the same everywhere.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from protocols.checks import finite_number
 from protocols.errors import InputError
 
 DEVICE_KINDS = ("cpu", "cuda")
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return finite_number(value)
 
 
 MAX_COUNT = 2**31 - 1

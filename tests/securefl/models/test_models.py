@@ -123,6 +123,29 @@ def test_standardizer_fits_columns_whose_squares_overflow_like_their_rescaled_co
     np.testing.assert_allclose(out, Standardizer.fit(x).transform(x), rtol=1e-5, atol=1e-6)
 
 
+def test_a_constant_column_keeps_scale_1_whatever_its_rounding_noise():
+    # Arrange: 455 rows of 1000000.1, whose float64 std is ~2e-10, not 0
+    fit_rows = np.full((455, 1), 1_000_000.1)
+    # Act
+    scaler = Standardizer.fit(fit_rows)
+    # Assert: the training rows map to 0, a test row one unit away to 1 (not to 4e9)
+    assert scaler.scale[0] == 1.0
+    np.testing.assert_allclose(scaler.transform(np.array([[1_000_000.1], [1_000_001.1]]))[:, 0], [0.0, 1.0],
+                               atol=1e-6)
+
+
+def test_columns_near_float64s_limit_transform_without_overflow_and_past_float32_is_refused():
+    # Arrange: x - mean overflows float64 for these columns, x / scale does not
+    huge = np.array([[1.7e308], [-1.7e308], [1.7e308]])
+    # Act
+    with np.errstate(all="raise"):
+        out = Standardizer.fit(huge).transform(huge)
+    # Assert
+    np.testing.assert_allclose(out[:, 0], [0.7071068, -1.4142135, 0.7071068], rtol=1e-6)
+    with pytest.raises(InputError, match="column 0: a value lies beyond float32's range"):
+        Standardizer.fit(np.array([[-1e300]])).transform(np.array([[0.0]]))
+
+
 def test_standardizer_refuses_non_finite_columns():
     with pytest.raises(InputError, match="finite"):
         Standardizer.fit(np.array([[1.0], [np.inf]]))

@@ -31,7 +31,7 @@ def test_positive_int_optional_takes_none_and_says_so_otherwise():
         check.positive_int("Cfg", "top", 0, optional=True)
 
 
-@pytest.mark.parametrize("value", [0, -1e-3, math.inf, math.nan, False, "0.1"])
+@pytest.mark.parametrize("value", [0, -1e-3, math.inf, math.nan, False, "0.1", 10**400])
 def test_positive_number_rejects(value):
     with pytest.raises(InputError, match=r"^Cfg\.lr must be a positive finite number"):
         check.positive_number("Cfg", "lr", value)
