@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import hashlib
 import json
 import os
 import platform
@@ -119,6 +120,25 @@ def git_commit(root: Path | None = None) -> str:
         # machine: git said the session's first commit while the tree was a later one)
         return f"{named} (named by SECUREFL_COMMIT; the checkout's git says {found})"
     return found
+
+
+def uncommitted_code(root: Path | None = None) -> str:
+    """A digest of what the code differs from its commit by: the diff of tracked files and the
+    untracked ``.py`` files, results excluded; "" for a clean tree or no git. ``+dirty`` alone
+    says a tree differs, not how, so two runs on two different edits would look alike."""
+    root = Path(__file__).resolve().parent.parent if root is None else root
+    scope = ["--", ".", f":(exclude){RESULTS_PATH}"]
+    try:
+        diff = subprocess.run(["git", "diff", "HEAD", "--binary", *scope], cwd=root, capture_output=True,
+                              check=True).stdout
+        new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "-z", *scope], cwd=root,
+                             capture_output=True, text=True, check=True).stdout.split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    digest = hashlib.sha256(diff)
+    for name in sorted(n for n in new if n.endswith(".py")):
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes())
+    return digest.hexdigest()[:16] if diff or any(n.endswith(".py") for n in new) else ""
 
 
 def cpu_name() -> str:

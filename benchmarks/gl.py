@@ -160,7 +160,7 @@ def run_dataset(name: str, seeds: Sequence[int], args: argparse.Namespace, run_m
     provenance: list[dict[str, Any]] = []
     if previous is not None:
         check_previous(name, previous, config, args.json)
-        done = complete_seeds(previous["runs"], name) & set(seeds)
+        done = complete_seeds(previous["runs"], name)  # every stored seed stays, asked for this time or not
         provenance = previous["runs_from"]
     prior = [r for r in previous["runs"] if r["seed"] in done] if previous is not None else []
     fresh = [s for s in seeds if s not in done]

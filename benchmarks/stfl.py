@@ -43,7 +43,7 @@ from benchmarks import stfl_merge
 from benchmarks.checkpoint import CellLog, checkpoint_path
 from benchmarks.stfl_merge import STFL_ROWS
 from benchmarks.common import (RESULTS_DIR, config_report, count_option, dataset_names, device_name, markdown_header,
-                               read_result, run_main, writable, write_json, write_text)
+                               read_result, run_main, uncommitted_code, writable, write_json, write_text)
 from benchmarks.probe import seal_rotation_ms
 from benchmarks.stfl_gpu import gpu_beside
 
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["seal_rotation_ms"] = round(seal_rotation_ms(), 3)
     run_meta = {k: report[k] for k in ("date", "commit", "quick", "device", "settings", "command",
                                        "seal_rotation_ms")}
-    key = {"benchmark": "stfl", "commit": report["commit"], "device": cfg.device,
+    key = {"benchmark": "stfl", "commit": report["commit"], "uncommitted": uncommitted_code(), "device": cfg.device,
            "settings": {k: v for k, v in settings.items() if k != "workers"}}  # cells do not depend on workers
     log = CellLog.open(checkpoint_path(cfg.json_path), key, resume=cfg.resume)
     if log.done:

@@ -25,14 +25,19 @@ def gpu_beside(cfg: Any, stored: dict[str, Any] | None) -> tuple[Any, dict[str, 
                   "goes without GPU columns (pass --gpu-json to show another)", file=sys.stderr)
             return cfg, None
         cfg = replace(cfg, gpu_json=path)
-    return cfg, (gpu_report(cfg.gpu_json) if cfg.gpu_json is not None else None)
+    return cfg, (gpu_report(cfg.gpu_json, quick=cfg.quick, epochs=cfg.epochs) if cfg.gpu_json is not None else None)
 
 
-def gpu_report(path: Path) -> dict[str, Any]:
-    """The ``--gpu-json`` file: a ``--device cuda`` result of this benchmark; else SystemExit."""
+def gpu_report(path: Path, *, quick: bool, epochs: int) -> dict[str, Any]:
+    """The ``--gpu-json`` file: a ``--device cuda`` result of this benchmark, quick or full and of as many
+    epochs as the table it goes beside (its times would not compare otherwise); else SystemExit."""
     gpu = stfl_merge.name_stfl_rows(read_result(path, "--gpu-json", "stfl", {"datasets": list}))
     if not str((gpu.get("device") or {}).get("device", "")).startswith("cuda"):
         raise SystemExit(f"--gpu-json: {path} is not a --device cuda run")
+    theirs = (bool(gpu.get("quick")), (gpu.get("settings") or {}).get("epochs"))
+    if theirs != (quick, epochs):
+        raise SystemExit(f"--gpu-json: {path} is a {'--quick ' if theirs[0] else ''}run of {theirs[1]} epochs;"
+                         f" this table is a {'--quick ' if quick else ''}run of {epochs}")
     return gpu
 
 

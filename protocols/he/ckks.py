@@ -186,12 +186,14 @@ class CKKSPublicContext(PublicContext):
         if not 0 <= ints["level"] <= self._config.max_depth \
                 or not 1 <= ints["lane_count"] <= self._config.slots or ints["bound_exp"] > 1024:
             raise DecodeError("CKKS array metadata out of range")
+        expected = shape[1:] if layout == "batched" else shape
+        if _ciphertext_count(data) != math.prod(expected):  # before SEAL expands each (zlib) blob
+            raise DecodeError("CKKS tensor does not hold one ciphertext per declared entry")
         try:
             tensor = ts.ckks_tensor_from(self.tenseal_context, data)
             cts = tensor.data.ciphertext()
         except (*_TENSEAL_ERRORS, IndexError) as exc:
             raise DecodeError(f"malformed CKKS tensor: {exc}") from None
-        expected = shape[1:] if layout == "batched" else shape
         chain = len(self._config.coeff_mod_bit_sizes) - 1
         # every ciphertext: one of another size or level would reach SEAL as an untyped error
         if list(tensor.shape) != expected or not cts or any(
@@ -257,6 +259,32 @@ def _appended(proto: bytes, number: int, extra: bytes) -> bytes:
         body, pos = proto[pos:pos + value] + (extra if key >> 3 == number else b""), pos + value
         out += varint(key) + varint(len(body)) + body
     return bytes(out)
+
+
+def _ciphertext_count(tensor: bytes) -> int:
+    """How many ciphertexts (field 2) a serialised CKKSTensorProto holds, read without loading
+    it: SEAL's load expands each compressed blob (a few hundred bytes can claim 260 KB), so a
+    peer's tensor is counted first. DecodeError if it is not a protobuf message."""
+    count, pos = 0, 0
+    try:
+        while pos < len(tensor):
+            key, pos = _read_varint(tensor, pos)
+            kind = key & 7
+            if kind == 0:
+                _, pos = _read_varint(tensor, pos)
+            elif kind in (1, 5):
+                pos += 8 if kind == 1 else 4
+            elif kind == 2:
+                size, pos = _read_varint(tensor, pos)
+                pos += size
+                count += key >> 3 == 2
+            else:
+                raise InputError("unexpected wire type")
+    except InputError:
+        raise DecodeError("malformed CKKS tensor") from None
+    if pos != len(tensor):
+        raise DecodeError("malformed CKKS tensor")
+    return count
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:

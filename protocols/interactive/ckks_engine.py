@@ -55,7 +55,11 @@ remains in the lanes it reads, beside dL/da, is an error of about 1e-8 at breast
 sizes, dominated by the rounding of the evaluator's encoded diagonals (a
 pseudo-random function of the matrix); a least-squares attack on it recovers nothing
 (``tests/protocols/interactive/test_ckks_flood.py``). That is a measurement, not a
-proof: this product has no formal circuit privacy against the key owner.
+proof: this product has no formal circuit privacy against the key owner. Masks are
+sized from the bound the key owner announces for its inputs, which the evaluator cannot
+check under encryption: a key owner that encrypts values far above it (outside the
+semi-honest model) shrinks the masks relative to the products and can read the
+evaluator's matrix (dL/dz from the weight gradient, W~ from the forward product).
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from tenseal import sealapi
 
-from protocols.errors import EncodingOverflowError, InputError
+from protocols.errors import DecodeError, EncodingOverflowError, InputError, ProtocolError
 from protocols.he import CKKSPublicContext
+from protocols.he.ckks import left_rotation_elements
 from protocols.interactive.ckks_engine import (MASK_BITS, PLAIN_SCALE_BITS, SealHandles, bound_exponent,
                                                os_uniform)
 from protocols.interactive.packing import Plan, diagonals, pack_every_copy, read_lanes, unpack_output
@@ -53,6 +54,10 @@ class PackedEvaluator:
     def __init__(self, public: CKKSPublicContext, *, mask_bits: int = MASK_BITS) -> None:
         if not isinstance(public, CKKSPublicContext) or not public.tenseal_context.has_galois_keys():
             raise InputError("the packed engine needs a CKKS public context with Galois keys")
+        galois = public.tenseal_context.galois_keys().data
+        if not all(galois.has_key(e) for e in left_rotation_elements(public.config.poly_modulus_degree)):
+            raise ProtocolError("the key owner's public context lacks Galois keys for the left power-of-two"
+                                " rotations the packed engine makes")
         if isinstance(mask_bits, bool) or not isinstance(mask_bits, int) or not 1 <= mask_bits <= 40:
             raise InputError(f"mask_bits must be an int in 1..40, got {mask_bits!r}")
         self.seal = SealHandles(public)
@@ -60,7 +65,12 @@ class PackedEvaluator:
         self.zeros: list[Any] = []  # spare fresh Enc(0), made ahead of time; each used once
 
     def load(self, fields: Mapping[str, Any], plan: Plan) -> list[Any]:
-        return ciphertexts_from_fields(self.seal.public, fields, plan.n_inputs)
+        """The key owner's packed inputs; DecodeError unless each is at the input scale (any other
+        would reach SEAL's products as a raw "scale mismatch")."""
+        cts = ciphertexts_from_fields(self.seal.public, fields, plan.n_inputs)
+        if any(ct.scale != 2.0 ** self.seal.public.config.scale_bits for ct in cts):
+            raise DecodeError(f"the key owner's inputs are not at scale 2^{self.seal.public.config.scale_bits}")
+        return cts
 
     def rerandomize(self, cts: Sequence[Any]) -> list[Any]:
         """``cts`` (in place) plus a fresh Enc(0) each, for a product whose result the key owner reads.

@@ -197,6 +197,32 @@ def test_rewritten_result_files_do_not_mark_the_commit_dirty_but_code_changes_do
     assert after_code == after_result + "+dirty"
 
 
+def test_two_different_uncommitted_edits_are_told_apart(tmp_path, monkeypatch):
+    # Arrange: as above; --resume keys its checkpoint on this, where "+dirty" alone matched both edits
+    from benchmarks.common import uncommitted_code
+
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    code = tmp_path / "benchmarks" / "run.py"
+    code.write_text("x = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "init")
+    # Act
+    clean = uncommitted_code(tmp_path)
+    code.write_text("x = 2\n")
+    first = uncommitted_code(tmp_path)
+    code.write_text("x = 3\n")
+    second = uncommitted_code(tmp_path)
+    code.write_text("x = 1\n")
+    (tmp_path / "benchmarks" / "new.py").write_text("y = 1\n")  # untracked code a run may import
+    untracked = uncommitted_code(tmp_path)
+    (tmp_path / "benchmarks" / "results" / "r.json").write_text("{}\n")  # results never count
+    # Assert
+    assert clean == "" and len({first, second, untracked}) == 3 and "" not in {first, second, untracked}
+    assert uncommitted_code(tmp_path) == untracked
+
+
 def test_a_tree_without_git_takes_the_named_commit_and_says_git_did_not_confirm_it(tmp_path, monkeypatch):
     # Arrange: a copied tree with no .git, as a lent GPU machine receives it
     monkeypatch.setenv("SECUREFL_COMMIT", "abc123")

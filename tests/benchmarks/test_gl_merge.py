@@ -265,3 +265,21 @@ def test_gpu_peaks_keep_each_methods_largest_run_and_are_absent_on_cpu():
 
     assert gpu_peaks(gpu_runs, ("gl", "fedavg", "local")) == {"gpu_peak_mib": {"gl": 50.5, "local": 10.0}}
     assert gpu_peaks([{"method": "gl"}], ("gl",)) == {}
+
+
+def test_merge_with_fewer_seeds_asked_keeps_every_stored_seed(tmp_path, monkeypatch):
+    # Arrange: seeds 0-2 stored; this run asks for the first seed only (no training: stand-ins)
+    import benchmarks.gl as gl
+
+    monkeypatch.setattr(gl, "summarise", lambda name, runs, config, args: {
+        "runs": runs, "seeds": sorted({r["seed"] for r in runs})})
+    monkeypatch.setattr(gl, "run_jobs", lambda *a, **k: [])
+    monkeypatch.setattr(gl, "check_previous", lambda *a, **k: None)
+    runs = [_run(m, s) for s in (0, 1, 2) for m in ("gl", "fedavg", "local")]
+    previous = {"runs": runs, "runs_from": [{"seeds": [0, 1, 2]}]}
+    args = argparse.Namespace(quick=False, device="cpu", bn_stats=None, final=None, batches=None, select="last",
+                              json=tmp_path / "gl.json")
+    # Act
+    out = run_dataset("gl_heart", [0], args, {}, previous, None)
+    # Assert: nothing stored is dropped, nothing rerun
+    assert out["seeds"] == [0, 1, 2] and len(out["runs"]) == 9 and out["runs_from"] == [{"seeds": [0, 1, 2]}]
