@@ -234,8 +234,8 @@ def to_markdown(meta: dict[str, Any], body: dict[str, Any], config: Config) -> s
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     config = parse_args(argv)
+    meta = named_report("he", settings=config.settings(), quick=config.quick, argv=argv)  # date, load: at the start
     body = run(config)
-    meta = named_report("he", settings=config.settings(), quick=config.quick, argv=argv)
     write_json(config.json_path, {**meta, **body})
     write_text(config.markdown_path, to_markdown(meta, body, config))
     print(to_markdown(meta, body, config))

@@ -273,7 +273,7 @@ def previous_report(cfg: Config) -> dict[str, Any]:
     if old.get("quick") != cfg.quick:
         raise SystemExit("--merge: cannot mix a --quick result with a full one")
     why = stfl_merge.check_mergeable(old, cfg.datasets, [name for name, _, _ in _methods(cfg)], cfg.seeds,
-                                     cfg.epochs)
+                                     cfg.epochs, cfg.device)
     if why:
         raise SystemExit(why)
     return old

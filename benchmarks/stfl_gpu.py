@@ -34,7 +34,7 @@ def gpu_report(path: Path, *, quick: bool, epochs: int) -> dict[str, Any]:
     gpu = stfl_merge.name_stfl_rows(read_result(path, "--gpu-json", "stfl", {"datasets": list}))
     if not str((gpu.get("device") or {}).get("device", "")).startswith("cuda"):
         raise SystemExit(f"--gpu-json: {path} is not a --device cuda run")
-    theirs = (bool(gpu.get("quick")), (gpu.get("settings") or {}).get("epochs"))
+    theirs = (bool(gpu.get("quick")), (gpu.get("settings") or {}).get("epochs", epochs))
     if theirs != (quick, epochs):
         raise SystemExit(f"--gpu-json: {path} is a {'--quick ' if theirs[0] else ''}run of {theirs[1]} epochs;"
                          f" this table is a {'--quick ' if quick else ''}run of {epochs}")

@@ -69,17 +69,22 @@ def _rows_into(before: dict[str, Any], rerun: dict[str, Any],
 
 
 def check_mergeable(old: dict[str, Any], datasets: tuple[str, ...], rows: list[str], seeds: int,
-                    epochs: int) -> str | None:
+                    epochs: int, device: str = "cpu") -> str | None:
     """Why rows run now cannot join a stored dataset that keeps other rows (None: they can):
-    Table I's cells of one dataset must share seeds and epochs."""
+    Table I's cells of one dataset must share seeds and epochs, and Table III's times a device
+    (a CUDA row would meet the 2-core CPU target for the CPU table)."""
     for d in old.get("datasets", []):
         if d["dataset"] not in datasets or set(d.get("runs", {})) <= set(rows):
             continue
         have = {len(results) for results in d["runs"].values()}
-        ran = (d.get("run", old).get("settings") or {}).get("epochs", epochs)
+        settings = d.get("run", old).get("settings") or {}
+        ran = settings.get("epochs", epochs)
         if have != {seeds} or ran != epochs:
             return (f"--merge: {d['dataset']} keeps rows run with {sorted(have)} seeds and {ran} epochs; rows"
                     f" joining them need the same (--seeds {min(have)} --epochs {ran})")
+        if settings.get("device", device) != device:
+            return (f"--merge: {d['dataset']} keeps rows run on --device {settings['device']}; rows run on"
+                    f" {device} go in a result file of their own")
     return None
 
 

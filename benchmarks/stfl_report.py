@@ -158,14 +158,15 @@ def speed_lines(report: dict[str, Any]) -> str:
         if d is None or row not in d["summary"]:
             continue
         ours = d["summary"][row]["seconds_mean"]
+        why = unjudged(d, report) or (None if d["summary"][row]["modes"] == ["measured"]
+                                      else "its time is extrapolated (†), not measured")
         if row == "stfl":
             verdict, detail = ours < value, f"{ours:.1f} s"
         else:
             fate = PAPER_SECONDS["he-vfl"][DATASETS.index(dataset)]
             verdict = fate / ours >= value
             detail = f"{ours:.1f} s = {fate / ours:.1f}x faster than FATE's {fate:,.0f} s"
-        lines.append(f"- {row} on {PAPER_NAMES[dataset]}: {detail} (target {wording}:"
-                     f" {_verdict(verdict, unjudged(d, report))})")
+        lines.append(f"- {row} on {PAPER_NAMES[dataset]}: {detail} (target {wording}: {_verdict(verdict, why)})")
         if row == "he-vfl ckks":
             lines += _same_host_ratio(d)
     return "\n".join(lines) + "\n" if lines else ""

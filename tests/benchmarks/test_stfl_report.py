@@ -19,9 +19,9 @@ def _result(acc, seconds=1.0, mode=None):
     return {**out, "mode": mode} if mode else out
 
 
-def _report(stfl_accuracy, ckks_seconds=50.0):
+def _report(stfl_accuracy, ckks_seconds=50.0, ckks_mode="split-NN accuracy, time extrapolated"):
     runs = {"stfl": [_result(stfl_accuracy), _result(stfl_accuracy)],
-            "he-vfl ckks": [_result(0.9, ckks_seconds, "split-NN accuracy, time extrapolated")] * 2}
+            "he-vfl ckks": [_result(0.9, ckks_seconds, ckks_mode)] * 2}
     return {"datasets": [{"dataset": "breast", "runs": runs, "summary": summarize(runs)}]}
 
 
@@ -40,7 +40,7 @@ def test_stfl_verdict_follows_the_gap_to_the_paper():
                                       ({"quick": False, "settings": {"epochs": 50}}, "50 epochs, not the paper's 100")])
 def test_a_run_not_at_the_papers_settings_is_not_judged_against_the_targets(run, why):
     # Arrange: results that would meet every target, from a shorter run
-    report = {**_report(0.93, ckks_seconds=8.0), **run}
+    report = {**_report(0.93, ckks_seconds=8.0, ckks_mode=None), **run}
     # Act
     text = table_one(report) + speed_lines(report)
     # Assert
@@ -69,8 +69,10 @@ def test_a_gpu_run_adds_the_peak_memory_column_and_a_cpu_run_does_not():
 
 def test_speed_verdicts_compare_with_fates_seconds():
     assert "31.6x faster than FATE's 1,737 s (target at least 50x faster than FATE's: **not met**)" in \
-        speed_lines(_report(0.93, ckks_seconds=55.0))
+        speed_lines(_report(0.93, ckks_seconds=55.0, ckks_mode=None))
     assert "50.0x faster than FATE's 1,737 s (target at least 50x faster than FATE's: met)" in \
+        speed_lines(_report(0.93, ckks_seconds=34.74, ckks_mode=None))
+    assert "(target at least 50x faster than FATE's: not judged, its time is extrapolated (†), not measured)" in \
         speed_lines(_report(0.93, ckks_seconds=34.74))
     assert "stfl on cancer: 1.0 s (target under 15 s end to end: met)" in speed_lines(_report(0.93))
 
@@ -171,6 +173,21 @@ def _gpu_file(path):
     path.write_text(json.dumps(_stored({"datasets": [{"dataset": "breast", "runs": runs,
                                                       "summary": summarize(runs)}]}, "cuda")))
     return path
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"quick": True}, "is a --quick run of 100 epochs; this table is a run of 100"),
+    ({"settings": {**NAMED_ROWS, "epochs": 10}}, "is a run of 10 epochs; this table is a run of 100"),
+])
+def test_a_gpu_file_of_other_settings_is_refused(tmp_path, monkeypatch, change, message):
+    # Arrange: a quick or shorter GPU run would sit beside the full table unlabelled
+    monkeypatch.delenv("SECUREFL_DATA", raising=False)
+    cpu, gpu = tmp_path / "stfl.json", _gpu_file(tmp_path / "stfl_cuda.json")
+    cpu.write_text(json.dumps(_stored(_report(0.93), "cpu")))
+    gpu.write_text(json.dumps({**json.loads(gpu.read_text()), **change}))
+    # Act / Assert
+    with pytest.raises(SystemExit, match=message):
+        stfl.main(["--render-only", "--json", str(cpu), "--gpu-json", str(gpu)])
 
 
 def test_the_gpu_file_is_recorded_so_a_later_render_keeps_its_columns(tmp_path, monkeypatch):
@@ -484,6 +501,18 @@ def test_rows_joining_a_stored_dataset_need_its_seeds_and_epochs():
     assert check_mergeable(old, ("breast",), ["stfl"], seeds=2, epochs=100) is None
     assert check_mergeable(old, ("breast",), ["stfl", "he-vfl ckks"], seeds=5, epochs=100) is None
     assert check_mergeable(old, ("give_credit",), ["stfl"], seeds=5, epochs=100) is None
+
+
+def test_rows_joining_a_stored_dataset_need_its_device():
+    # Arrange: the stored dataset's rows ran on the CPU
+    old = _dataset_run(_report(0.93), "old", ["stfl", "he-vfl ckks"])
+    old["datasets"][0]["run"]["settings"] = {**old["datasets"][0]["run"].get("settings", {}), "device": "cpu",
+                                             "epochs": 100}
+    # Act
+    why = check_mergeable(old, ("breast",), ["stfl"], seeds=2, epochs=100, device="cuda")
+    # Assert
+    assert why is not None and "keeps rows run on --device cpu; rows run on cuda" in why
+    assert check_mergeable(old, ("breast",), ["stfl"], seeds=2, epochs=100, device="cpu") is None
 
 
 def test_both_stfl_rows_get_a_verdict_and_a_table_three_row():
