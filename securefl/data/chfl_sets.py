@@ -139,18 +139,28 @@ def read_arff(path: Path, *, target: str = "class", name: str | None = None) -> 
     return _encode(name or path.stem.split(".")[0], features, table[:, t].astype(str), names)
 
 
+def expect_features(dataset: TabularDataset, path: Path, count: int) -> TabularDataset:
+    """``dataset`` if it has ``count`` features; else InputError. The files registered without a
+    checksum (not stored here) are checked by their shape instead, so a wrong file does not run."""
+    if dataset.features.shape[1] != count:
+        raise InputError(f"{path}: {dataset.features.shape[1]} features where {dataset.name} has {count};"
+                         " is it the right file?")
+    return dataset
+
+
 def load_helena(paths: Sequence[Path]) -> TabularDataset:
     """OpenML/AutoML-benchmark ``helena.arff`` (27 features, 100 classes, target ``class``)."""
-    return read_arff(paths[0], name="helena")
+    return expect_features(read_arff(paths[0], name="helena"), paths[0], 27)
 
 
 def load_jannis(paths: Sequence[Path]) -> TabularDataset:
     """OpenML/AutoML-benchmark ``jannis.arff`` (54 features, 4 classes, target ``class``)."""
-    return read_arff(paths[0], name="jannis")
+    return expect_features(read_arff(paths[0], name="jannis"), paths[0], 54)
 
 
-def read_libsvm(path: Path, *, name: str) -> TabularDataset:
-    """A LIBSVM-format file (``label idx:value ...``, 1-based indices), optionally .bz2/.gz compressed."""
+def read_libsvm(path: Path, *, name: str, width: int | None = None) -> TabularDataset:
+    """A LIBSVM-format file (``label idx:value ...``, 1-based indices), optionally .bz2/.gz compressed.
+    ``width``: the number of features (a sparse file need not use the last); an index past it is an error."""
     labels: list[str] = []
     entries: list[dict[int, float]] = []
     with _open_text(path) as handle:
@@ -163,7 +173,10 @@ def read_libsvm(path: Path, *, name: str) -> TabularDataset:
             except ValueError:
                 raise InputError(f"{path}: line {number} is not in LIBSVM format (label idx:value ...)") from None
             labels.append(parts[0])
-    width = 1 + max((max(e) for e in entries if e), default=0)
+    used = 1 + max((max(e) for e in entries if e), default=0)
+    if width is not None and used > width:
+        raise InputError(f"{path}: feature index {used} where {name} has {width} features; is it the right file?")
+    width = used if width is None else width
     features = np.zeros((len(entries), width))
     for i, row in enumerate(entries):
         features[i, list(row)] = list(row.values())
@@ -173,7 +186,7 @@ def read_libsvm(path: Path, *, name: str) -> TabularDataset:
 
 def load_aloi(paths: Sequence[Path]) -> TabularDataset:
     """LIBSVM ``aloi.scale.bz2`` (128 features, 1000 classes)."""
-    return read_libsvm(paths[0], name="aloi")
+    return read_libsvm(paths[0], name="aloi", width=128)
 
 
 def load_digits_sklearn(paths: Sequence[Path]) -> TabularDataset:

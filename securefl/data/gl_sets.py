@@ -90,6 +90,8 @@ def split_client(client: ClientTable, seed: int) -> ClientTable:
         return client
     if len(client.full) < 3:
         raise InputError(f"client {client.name!r} has {len(client.full)} rows; it needs at least 3 to split")
+    if not 0 <= seed < 2**32:  # sklearn's random_state range; seed s must keep giving the authors' split s
+        raise InputError(f"seed must be in 0..{2**32 - 1} for clients split per seed, got {seed}")
     from sklearn.model_selection import train_test_split  # here: sklearn is slow to import
 
     rest, test = train_test_split(client.full, test_size=TEST_SIZE, random_state=seed)

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from protocols.errors import InputError
 from securefl.data.entries import DataFile, DatasetEntry
 from securefl.data.tdcd_sets import TieredTable, load_mnist_idx, load_regression_csv
 
@@ -34,8 +35,13 @@ def load_diabetes_sklearn(paths: Sequence[Path] = ()) -> TieredTable:
 
 
 def load_superconductivity(paths: Sequence[Path]) -> TieredTable:
-    """UCI Superconductivity ``train.csv``: a header row, 81 features, the target last."""
-    return load_regression_csv(paths, header=True)
+    """UCI Superconductivity ``train.csv``: a header row, 81 features, the target last (checked: the
+    file is registered without a checksum, so its shape is what tells a wrong file)."""
+    table = load_regression_csv(paths, header=True)
+    if table.x.shape[1] != 81:
+        raise InputError(f"{paths[0]}: {table.x.shape[1]} features where Superconductivity has 81;"
+                         " is it the right file?")
+    return table
 
 
 def _regression(name: str, uci: str, description: str, n_rows: int, sha256: str) -> DatasetEntry:

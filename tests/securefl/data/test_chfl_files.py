@@ -54,23 +54,46 @@ def test_aloi_reads_libsvms_bz2_file_in_the_data_folder(tmp_path):
     # Act
     ds = load_registered("aloi", kind="chfl", data_dir=tmp_path)
 
-    # Assert: 1-based indices, absent entries zero, blank lines skipped
-    assert ds.name == "aloi" and ds.feature_names == ("x1", "x2", "x3")
-    assert ds.features.tolist() == [[0.5, 0.0, 1.0], [0.0, 0.25, 0.0]] and ds.classes == ("3", "7")
+    # Assert: 1-based indices, absent entries zero (to ALOI's 128 features), blank lines skipped
+    assert ds.name == "aloi" and ds.feature_names[:3] == ("x1", "x2", "x3") and ds.features.shape == (2, 128)
+    assert ds.features[:, :3].tolist() == [[0.5, 0.0, 1.0], [0.0, 0.25, 0.0]] and ds.classes == ("3", "7")
+    assert not ds.features[:, 3:].any()
 
 
-@pytest.mark.parametrize("name", ["helena", "jannis"])
-def test_helena_and_jannis_read_their_arff_with_the_class_column_anywhere(tmp_path, name):
+def _arff(features: int) -> str:
+    """A dense ARFF of ``features`` numeric attributes with the class column second."""
+    names = [f"V{i}" for i in range(1, features + 1)]
+    header = [f"@attribute {names[0]} numeric", "@attribute 'class' {a,b}",
+              *(f"@attribute {n} numeric" for n in names[1:])]
+    rows = [",".join([str(r + 0.5), "ba"[r], *(str(float(r + i)) for i in range(2, features + 1))]) for r in (0, 1)]
+    return "@relation h\n" + "\n".join(header) + "\n@data\n" + "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize(("name", "file"), [("helena", "helena.arff"), ("jannis", "jannis.arff"),
+                                            ("aloi", "aloi.scale.bz2")])
+def test_a_file_of_another_width_is_refused_as_not_the_registered_one(tmp_path, name, file):
+    # Arrange: these files are registered without a checksum, so their shape is checked instead
+    (tmp_path / "chfl").mkdir()
+    text = _arff(5) if file.endswith(".arff") else "1 129:0.5\n"
+    path = tmp_path / "chfl" / file
+    path.write_bytes(bz2.compress(text.encode()) if file.endswith(".bz2") else text.encode())
+    # Act / Assert
+    with pytest.raises(InputError, match=f"{file}: .* {name} has .*; is it the right file"):
+        load_registered(name, kind="chfl", data_dir=tmp_path)
+
+
+@pytest.mark.parametrize(("name", "width"), [("helena", 27), ("jannis", 54)])
+def test_helena_and_jannis_read_their_arff_with_the_class_column_anywhere(tmp_path, name, width):
     # Arrange
     (tmp_path / "chfl").mkdir()
-    (tmp_path / "chfl" / f"{name}.arff").write_text(ARFF)
+    (tmp_path / "chfl" / f"{name}.arff").write_text(_arff(width))
 
     # Act
     ds = load_registered(name, kind="chfl", data_dir=tmp_path)
 
     # Assert
-    assert ds.name == name and ds.feature_names == ("V1", "V2")
-    assert ds.features.tolist() == [[0.5, 2.0], [1.5, 3.0]]
+    assert ds.name == name and ds.feature_names[:2] == ("V1", "V2") and len(ds.feature_names) == width
+    assert ds.features[:, :2].tolist() == [[0.5, 2.0], [1.5, 3.0]]
     assert ds.classes == ("a", "b") and ds.labels.tolist() == [1, 0]
 
 

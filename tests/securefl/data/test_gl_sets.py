@@ -48,6 +48,13 @@ def test_encoders_are_fitted_on_the_clients_training_rows_only():
     assert data.classes == ("a", "b") and data.y_test.tolist() == [1] and data.dropped_test_rows == 1
 
 
+@pytest.mark.parametrize("seed", [2**32, -1])
+def test_a_seed_sklearn_cannot_split_with_is_one_line(seed):
+    full = _toy(n=60).drop(columns="site")
+    with pytest.raises(InputError, match=f"seed must be in 0..4294967295 for clients split per seed, got {seed}"):
+        split_client(ClientTable("k", "label", full=full), seed=seed)
+
+
 def test_a_split_client_keeps_its_validation_rows_encoded_like_its_test_rows():
     # Arrange
     full = _toy(n=60).drop(columns="site")

@@ -125,3 +125,18 @@ def test_a_column_constant_in_a_clients_training_rows_is_not_blown_up_on_its_tes
     # Assert: scale 1 for the constant column, so the test value moves by its raw difference only
     assert np.abs(shard.x_train[:, 1]).max() < 1e-12
     assert 0 < shard.x_test[0, 1] < 1e-3
+
+
+@pytest.mark.parametrize("features", [81, 5])
+def test_superconductivity_loads_only_a_file_of_its_81_features(tmp_path, features):
+    # Arrange: registered without a checksum (not stored here), so its shape is what tells a wrong file
+    path = tmp_path / "tdcd" / "superconductivity_train.csv"
+    path.parent.mkdir()
+    header = ",".join([*(f"f{i}" for i in range(features)), "critical_temp"])
+    path.write_text(header + "\n" + "\n".join(",".join(["1.5"] * (features + 1)) for _ in range(3)) + "\n")
+    # Act / Assert
+    if features == 81:
+        assert load_registered("superconductivity", kind="tdcd", data_dir=tmp_path).x.shape == (3, 81)
+    else:
+        with pytest.raises(InputError, match="5 features where Superconductivity has 81"):
+            load_registered("superconductivity", kind="tdcd", data_dir=tmp_path)
