@@ -240,7 +240,7 @@ def load_csv_clients(path: str | Path, *, label: str, client_column: str) -> GLD
     check_mixed_columns(path, frame, skip=(label, client_column))
     clients = []
     for name, rows in frame.groupby(client_column, sort=True):
-        rows = rows.drop(columns=client_column).reset_index(drop=True)
+        rows = _own_columns(rows.drop(columns=client_column).reset_index(drop=True), label)
         if rows[label].dropna().empty:
             raise InputError(f"client {name!r} ({client_column}) has no label values in column {label!r}")
         clients.append(ClientTable(str(name), label, full=rows))
@@ -256,7 +256,15 @@ def load_client_csv(path: str | Path, *, label: str, name: str) -> ClientTable:
     if frame[label].dropna().empty:
         raise InputError(f"--label: column {label!r} in {path} has no values (client {name!r} has no labels)")
     check_mixed_columns(path, frame, skip=(label,))
-    return ClientTable(name, label, full=frame)
+    return ClientTable(name, label, full=_own_columns(frame, label))
+
+
+def _own_columns(rows: pd.DataFrame, label: str) -> pd.DataFrame:
+    """A client's rows without the columns empty in all of them: in a shared CSV, the other
+    clients' features. Dropped alike from a client's own file, so a client on its own machine
+    trains on what it trains on in the one-machine run, whichever file it is given."""
+    empty = [c for c in rows.columns if c != label and rows[c].isna().all()]
+    return rows.drop(columns=empty)
 
 
 def check_mixed_columns(path: Path, frame: pd.DataFrame, *, skip: Sequence[str]) -> None:

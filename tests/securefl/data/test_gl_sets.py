@@ -209,3 +209,20 @@ def test_covertype_clients_drop_the_partition_key(data_dir):
     assert [len(d.classes) for d in data] == [6, 3, 4, 4]
     assert [d.evaluated_on for d in data] == ["validation", "test", "test", "validation"]
     assert split_client(ds.clients[0], 1).train is ds.clients[0].train
+
+
+def test_a_client_keeps_only_its_own_columns_from_a_shared_csv_or_its_own_file(tmp_path):
+    # Arrange: clinic a records c, clinic b records d; a's own file carries b's column empty
+    from securefl.data.gl_sets import load_client_csv
+
+    frame = _toy(n=40).drop(columns=["num", "code"])
+    frame["c"] = np.where(frame["site"] == "x", 1.5, np.nan)
+    frame["d"] = np.where(frame["site"] == "y", 2.5, np.nan)
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    frame[frame["site"] == "x"].drop(columns="site").to_csv(tmp_path / "a.csv", index=False)
+    # Act
+    shared = load_csv_clients(tmp_path / "all.csv", label="label", client_column="site")
+    alone = load_client_csv(tmp_path / "a.csv", label="label", name="x")
+    # Assert: the other client's (empty) column is no feature of this one, either way
+    assert list(shared.clients[0].full.columns) == ["label", "c"] == list(alone.full.columns)
+    assert list(shared.clients[1].full.columns) == ["label", "d"]
