@@ -62,7 +62,8 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--device", default="cpu")
     p.add_argument("--data-dir", type=Path, default=None, help="dataset files (default: $SECUREFL_DATA)")
     p.add_argument("--projection", type=Path, default=None, help="a benchmarks.he_projection result to compare")
-    p.add_argument("--json", type=Path, default=RESULTS_DIR / "splitnn_sensitivity.json")
+    p.add_argument("--json", type=Path, default=None,
+                   help="default benchmarks/results/splitnn_sensitivity.json (.quick.json with --quick)")
     p.add_argument("--markdown", type=Path, default=None, help="default: the --json path with .md")
     a = p.parse_args(argv)
     if a.seed < 0 or min(a.epochs, a.draws) < 1:
@@ -70,6 +71,9 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     if not 0.0 < a.jitter < 1.0:
         p.error(f"--jitter must be in (0, 1), got {a.jitter}")
     device_name(p, a.device)
+    if a.quick and any(getattr(a, k) != p.get_default(k) for k in QUICK):
+        p.error(f"--quick sets {', '.join(f'--{k}' for k in QUICK)} itself; give them without --quick")
+    a.json = a.json or RESULTS_DIR / ("splitnn_sensitivity.quick.json" if a.quick else "splitnn_sensitivity.json")
     markdown = a.markdown or a.json.with_suffix(".md")
     writable(p, json=a.json, markdown=markdown)
     sizes = QUICK if a.quick else {"dataset": a.dataset, "epochs": a.epochs, "draws": a.draws}

@@ -46,3 +46,13 @@ def test_projection_of_another_cell_stops_before_any_run(tmp_path, capsys):
     # Assert
     assert "not this cell" in str(stop.value.code)
     assert not (tmp_path / "s.json").exists()
+
+
+def test_a_quick_run_writes_its_own_file_and_takes_no_size_options():
+    # Arrange / Act
+    quick = bench.parse_args(["--quick"])
+    # Assert: never the committed result's path; sizes are --quick's own
+    assert quick.json_path.name == "splitnn_sensitivity.quick.json" and quick.epochs == bench.QUICK["epochs"]
+    assert bench.parse_args([]).json_path.name == "splitnn_sensitivity.json"
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--quick", "--draws", "5"])
