@@ -196,6 +196,23 @@ def _matrix(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
     return array
 
 
+MAX_WIDTH = 1 << 16
+"""The most units a peer may announce for its side of the interactive layer."""
+MAX_WEIGHTS = 1 << 26
+"""The most entries of W (n_in x n_out) a peer's announcement may make this party hold (512 MB of float64)."""
+MAX_INIT_BOUND = 1e6
+"""The largest bound of the initial W's entries a peer may announce (the active party's is 1/sqrt(n_in))."""
+
+
+def _check_width(peer: str, name: str, value: Any, other: int) -> None:
+    """ProtocolError unless a peer's announced width is an int a layer of ``other`` units can hold:
+    a huge one would end in a raw torch error or an allocation of gigabytes."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WIDTH \
+            or value * other > MAX_WEIGHTS:
+        raise ProtocolError(f"party {peer!r} announced an invalid {name} {value!r} (at most {MAX_WIDTH} units,"
+                            f" and {MAX_WEIGHTS} weights with this party's {other})")
+
+
 InitialWeights = Callable[[int, float], np.ndarray]
 """The passive party's draw of the initial W: (n_out, bound) -> (n_in x n_out) within +-bound."""
 InitialBound = Callable[[int], float]
@@ -227,9 +244,8 @@ class PassiveInteractive:
                     context=key.public_context().serialize())
         ready = self.t.recv(self.active, self._tag(0, "ready"))
         n_out, bound = ready["n_out"], ready["init_bound"]
-        if isinstance(n_out, bool) or not isinstance(n_out, int) or n_out < 1:
-            raise ProtocolError(f"party {self.active!r} announced an invalid n_out {n_out!r}")
-        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0 < bound < math.inf:
+        _check_width(self.active, "n_out", n_out, self.n_in)
+        if not finite_number(bound) or not 0 < bound <= MAX_INIT_BOUND:
             raise ProtocolError(f"party {self.active!r} announced an invalid initial-weight bound {bound!r}")
         self.engine = passive_engine(key, self.n_in, n_out, self.config.activation_bound)
         weight = _matrix("initial weight", init(n_out, float(bound)), (self.n_in, n_out))
@@ -287,8 +303,7 @@ class ActiveInteractive:
         if scheme != self.config.he or packed is not self.config.packed_ckks:
             raise ProtocolError(f"party {self.passive!r} runs {scheme!r} (packed={packed!r}); this party "
                                 f"expects {self.config.he!r} (packed={self.config.packed_ckks})")
-        if isinstance(n_in, bool) or not isinstance(n_in, int) or n_in < 1:
-            raise ProtocolError(f"party {self.passive!r} announced an invalid n_in {n_in!r}")
+        _check_width(self.passive, "n_in", n_in, self.n_out)
         small = self.config.insecure_small_keys_for_tests
         public = load_public_context(scheme, hello["context"], workers=self.config.workers,
                                      insecure_small_keys_for_tests=small)

@@ -88,7 +88,7 @@ def _disagreement(store: Any, name: str, parties: tuple[str, ...], mine: dict[st
                     " name, or the parties were listed in different orders)")
         try:
             theirs = json.loads(store.get(key).decode())
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: JSON nested past Python's limit
             return f"party {name!r}: the party joined as {party!r} sent an unreadable announcement"
         if theirs == want:
             continue

@@ -67,6 +67,8 @@ def client_average(transport: Transport, *, server: str, tensors: Sequence[torch
     mean = message["x"]
     if not isinstance(mean, np.ndarray) or mean.dtype != np.float32 or mean.ndim != 1:
         raise ProtocolError(f"round {round}: the average from {server!r} is not a 1-D float32 array")
+    if not np.isfinite(mean).all():  # loaded, it would train on (and blame this client's training for) nan
+        raise ProtocolError(f"round {round}: the average from {server!r} holds nan or inf")
     assign(tensors, mean.astype(np.float64))
 
 
@@ -76,7 +78,11 @@ def server_average(transport: Transport, *, clients: Sequence[str], config: SecA
     still there; the seconds taken and the clients that dropped out of the round."""
     start = time.perf_counter()
     result = secagg_server(transport, clients=clients, config=config, round=round)
-    send_to_present(transport, clients, average_tag(round), x=weighted_mean(result).astype(np.float32))
+    with np.errstate(over="ignore"):
+        mean = weighted_mean(result).astype(np.float32)
+    if not np.isfinite(mean).all():
+        raise ProtocolError(f"round {round}: the clients' average is beyond float32's range")
+    send_to_present(transport, clients, average_tag(round), x=mean)
     return time.perf_counter() - start, tuple(result.dropped)
 
 

@@ -125,6 +125,27 @@ def test_parties_must_agree_on_the_scheme() -> None:
         run_parties({"passive": passive, "active": active}, timeout=20)
 
 
+@pytest.mark.parametrize(("n_out", "bound"), [(2**31, 1.0), (10**30, 1.0), (3, 10**400), (3, 1e300)])
+def test_a_passive_party_refuses_an_announced_width_or_bound_it_cannot_hold(n_out: int, bound: float) -> None:
+    # Arrange: an active party announcing a huge layer or initial-weight bound (a raw torch error,
+    # an OverflowError or gigabytes of weights before)
+    from protocols.codec import Tag
+    from protocols.interactive import PassiveInteractive
+    from protocols.transport import run_parties
+
+    def passive(t):  # type: ignore[no-untyped-def]
+        PassiveInteractive(t, active="active", n_in=3, config=CONFIGS["paillier"]).setup(
+            lambda n, b: np.ones((3, n)))
+
+    def active(t):  # type: ignore[no-untyped-def]
+        t.recv("passive", Tag(0, "interactive", "hello"))
+        t.send("passive", Tag(0, "interactive", "ready"), n_out=n_out, init_bound=bound)
+
+    # Act / Assert
+    with pytest.raises(ProtocolError, match="party 'active' announced an invalid"):
+        run_parties({"passive": passive, "active": active}, timeout=20)
+
+
 def test_the_generic_ckks_engine_refuses_a_mask_weaker_than_mask_bits() -> None:
     # Arrange: its value limit (2^19) leaves about 9 bits above these products, not the default 16
     rng = np.random.default_rng(9)

@@ -100,6 +100,45 @@ def test_a_client_whose_training_diverged_is_named_with_the_likely_cause():
         run_parties(roles, kwargs=kwargs, timeout=20)
 
 
+def _server_sending_nan(transport, *, clients, config):
+    """A server that aggregates as usual, then sends every client an average of nan."""
+    import numpy as np
+
+    from protocols.channels import secagg_server
+    from securefl.runtime.federated import average_tag, send_to_present
+
+    result = secagg_server(transport, clients=clients, config=config, round=0)
+    send_to_present(transport, clients, average_tag(0), x=np.full(len(result.vector) - 1, np.nan, np.float32))
+
+
+def test_a_client_refuses_a_non_finite_average_from_the_server():
+    # Arrange
+    from protocols.errors import ProtocolError
+
+    config = SecAggConfig(secure=False)
+    tensors = _tensors()
+    roles = {"server": _server_sending_nan, **{c: _client for c in CLIENTS}}
+    kwargs = {"server": {"clients": CLIENTS, "config": config},
+              **{c: {"tensors": tensors[c], "config": config, "rounds": 1, "weight": 1.0} for c in CLIENTS}}
+    # Act / Assert: the server's fault named, not loaded (nor blamed on the client's own training)
+    with pytest.raises(ProtocolError, match="the average from 'server' holds nan or inf"):
+        run_parties(roles, kwargs=kwargs, timeout=20)
+
+
+def test_a_server_refuses_to_send_an_average_beyond_float32():
+    # Arrange: plain inputs of 1e300 are finite, their float32 average is not
+    from protocols.errors import ProtocolError
+
+    config = SecAggConfig(secure=False)
+    tensors = {c: [torch.full((2,), 1e300, dtype=torch.float64)] for c in CLIENTS}
+    roles = {"server": averaging_server, **{c: _client for c in CLIENTS}}
+    kwargs = {"server": {"clients": CLIENTS, "rounds": 1, "config": config},
+              **{c: {"tensors": tensors[c], "config": config, "rounds": 1, "weight": 1.0} for c in CLIENTS}}
+    # Act / Assert
+    with pytest.raises(ProtocolError, match="the clients' average is beyond float32's range"):
+        run_parties(roles, kwargs=kwargs, timeout=20)
+
+
 @pytest.mark.multiprocess
 @pytest.mark.parametrize("secure", [True, False], ids=["secure", "plain"])
 def test_a_client_that_leaves_drops_out_and_the_others_average_on(secure):
