@@ -72,7 +72,12 @@ class CHFLPartition:
 
 def parse_feature_spec(text: str) -> FeatureSpec:
     """Parse ``"common=a,b;unique=c,d|e,f"`` (one ``|``-separated group of unique columns per client)."""
-    parts = dict(p.split("=", 1) for p in str(text).split(";") if "=" in p)
+    pieces = [p for p in str(text).split(";") if p.strip()]  # a trailing ';' is harmless
+    keys = [p.split("=", 1)[0].strip() for p in pieces]
+    if any("=" not in p for p in pieces) or sorted(keys) != ["common", "unique"]:  # no part dropped or overridden
+        raise InputError(f"--features {text!r}: expected exactly 'common=COL,...;unique=COL,...|COL,...'"
+                         " (one |-separated group per client; columns separated by ',', not ';')")
+    parts = {key: p.split("=", 1)[1] for key, p in zip(keys, pieces)}
     if set(parts) != {"common", "unique"}:
         raise InputError(f"--features {text!r}: expected 'common=COL,...;unique=COL,...|COL,...'"
                          " (one |-separated group per client)")

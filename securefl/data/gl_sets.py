@@ -246,6 +246,7 @@ def load_csv_clients(path: str | Path, *, label: str, client_column: str) -> GLD
         clients.append(ClientTable(str(name), label, full=rows))
     if len(clients) < 2:
         raise InputError(f"--client-column {client_column!r} in {path} gives {len(clients)} client(s); need 2+")
+    _check_labelled(path, frame, label)  # after the per-client check, which names a client with no labels at all
     return GLDataset(path.stem, tuple(clients), binary=frame[label].dropna().nunique() == 2)
 
 
@@ -255,16 +256,33 @@ def load_client_csv(path: str | Path, *, label: str, name: str) -> ClientTable:
     path, frame = read_labelled_csv(path, label=label)
     if frame[label].dropna().empty:
         raise InputError(f"--label: column {label!r} in {path} has no values (client {name!r} has no labels)")
+    _check_labelled(path, frame, label)
     check_mixed_columns(path, frame, skip=(label,))
     return ClientTable(name, label, full=_own_columns(frame, label))
+
+
+def _check_labelled(path: Path, frame: pd.DataFrame, label: str) -> None:
+    """Refuse rows without a label (encoding would drop them without a word, as CHFL refuses them)."""
+    missing = frame[label].isna()
+    if missing.any():
+        raise InputError(f"{path}: {int(missing.sum())} rows have no --label {label!r} value (first in data row"
+                         f" {int(np.flatnonzero(missing.to_numpy())[0]) + 1}); fill or drop them first")
 
 
 def _own_columns(rows: pd.DataFrame, label: str) -> pd.DataFrame:
     """A client's rows without the columns empty in all of them: in a shared CSV, the other
     clients' features. Dropped alike from a client's own file, so a client on its own machine
-    trains on what it trains on in the one-machine run, whichever file it is given."""
+    trains on what it trains on in the one-machine run, whichever file it is given. A column
+    pandas read as float only because other clients' rows left it empty is whole numbers again,
+    as pandas reads it from this client's own file (so :func:`feature_kinds` types it alike)."""
     empty = [c for c in rows.columns if c != label and rows[c].isna().all()]
-    return rows.drop(columns=empty)
+    rows = rows.drop(columns=empty)
+    for column in rows.columns:
+        values = rows[column]
+        if column != label and pd.api.types.is_float_dtype(values) and values.notna().all() \
+                and np.array_equal(values, np.round(values)) and np.abs(values).max() < 2**53:
+            rows[column] = values.astype(np.int64)
+    return rows
 
 
 def check_mixed_columns(path: Path, frame: pd.DataFrame, *, skip: Sequence[str]) -> None:

@@ -89,6 +89,19 @@ def test_feature_spec_names_columns():
     assert [c.unique_columns.tolist() for c in part.clients] == [[2, 3], [4]]
 
 
+@pytest.mark.parametrize("text", ["common=f0;f1;unique=f2|f4", "common=f0;common=f1;unique=f2|f4",
+                                  "common=f0;unique=f2|f3;unique=f4|f5", "common=f0;unique=f2|f4;xyz"])
+def test_a_spec_part_that_would_be_dropped_or_overridden_is_refused(text):
+    # Arrange: ';' typed for ',', a part given twice, a stray part: each used to vanish without a word
+    # Act / Assert
+    with pytest.raises(InputError, match="--features .*expected exactly"):
+        parse_feature_spec(text)
+
+
+def test_a_trailing_semicolon_and_spaces_around_names_are_fine():
+    assert parse_feature_spec("common = f0, f1; unique=f2|f4;") == parse_feature_spec("common=f0,f1;unique=f2|f4")
+
+
 def test_overlapping_common_and_unique_spec_is_rejected_naming_the_column():
     spec = parse_feature_spec("common=f0,f1;unique=f1,f3|f4")
     with pytest.raises(InputError, match="'f1'.*common and unique"):

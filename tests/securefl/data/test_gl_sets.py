@@ -226,3 +226,29 @@ def test_a_client_keeps_only_its_own_columns_from_a_shared_csv_or_its_own_file(t
     # Assert: the other client's (empty) column is no feature of this one, either way
     assert list(shared.clients[0].full.columns) == ["label", "c"] == list(alone.full.columns)
     assert list(shared.clients[1].full.columns) == ["label", "d"]
+
+
+def test_rows_without_a_label_are_refused_not_dropped(tmp_path):
+    # Arrange: two of site x's rows have no label (encoding used to drop them without a word)
+    frame = _toy(n=40)
+    frame["label"] = frame["label"].astype(float)
+    frame.loc[[3, 5], "label"] = np.nan
+    frame.to_csv(tmp_path / "gaps.csv", index=False)
+    # Act / Assert
+    with pytest.raises(InputError, match=r"gaps\.csv: 2 rows have no --label 'label' value \(first in data row 4\)"):
+        load_csv_clients(tmp_path / "gaps.csv", label="label", client_column="site")
+
+
+def test_a_column_only_one_client_fills_keeps_its_type_in_a_shared_csv(tmp_path):
+    # Arrange: site x's integer codes, empty in site y's rows, read as float from the shared file
+    from securefl.data.gl_sets import load_client_csv
+
+    frame = _toy(n=40)
+    frame["code"] = frame["code"].where(frame["site"] == "x")
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    frame[frame["site"] == "x"].drop(columns="site").to_csv(tmp_path / "x.csv", index=False)
+    # Act
+    shared = load_csv_clients(tmp_path / "all.csv", label="label", client_column="site").clients[0].full
+    alone = load_client_csv(tmp_path / "x.csv", label="label", name="x").full
+    # Assert: whole numbers in both, so both encode it as categories
+    assert shared["code"].dtype == alone["code"].dtype == np.int64
