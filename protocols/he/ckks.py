@@ -23,7 +23,7 @@ import math
 import struct
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Iterator, Mapping
 
 import numpy as np
 import tenseal as ts
@@ -244,20 +244,45 @@ def _public_bytes(context: ts.Context, galois: bool) -> bytes:
     return _appended(data, _PUBLIC_FIELD, varint(_GALOIS_FIELD << 3 | 2) + varint(len(keys)) + keys)
 
 
+def _fields(proto: bytes) -> Iterator[tuple[int, int | memoryview]]:
+    """A protobuf message's top-level fields as (key, value): an int for a varint, a view of the bytes
+    of a length-delimited or fixed-width one (no copy: a tensor's are its ciphertexts). InputError for a
+    truncated message or an unknown wire type."""
+    view, pos = memoryview(proto), 0
+    while pos < len(proto):
+        key, pos = _read_varint(proto, pos)
+        kind = key & 7
+        if kind == 0:
+            value, pos = _read_varint(proto, pos)
+            yield key, value
+            continue
+        if kind == 2:
+            size, pos = _read_varint(proto, pos)
+        elif kind in (1, 5):
+            size = 8 if kind == 1 else 4
+        else:
+            raise InputError("not a protobuf message this project reads")
+        if pos + size > len(proto):
+            raise InputError("a truncated protobuf message")
+        yield key, view[pos:pos + size]
+        pos += size
+
+
 def _appended(proto: bytes, number: int, extra: bytes) -> bytes:
     """``proto`` with ``extra`` appended to its length-delimited field ``number`` (field numbers:
     TenSEAL's ``tensealcontext.proto``; its messages hold varint and length-delimited fields only)."""
-    out, pos = bytearray(), 0
-    while pos < len(proto):
-        key, pos = _read_varint(proto, pos)
-        value, pos = _read_varint(proto, pos)
-        if key & 7 == 0:  # a varint field (encryption_type): as it is
-            out += varint(key) + varint(value)
-            continue
-        if key & 7 != 2 or pos + value > len(proto):
-            raise InputError("TenSEAL's context serialisation is not in the expected format")
-        body, pos = proto[pos:pos + value] + (extra if key >> 3 == number else b""), pos + value
-        out += varint(key) + varint(len(body)) + body
+    out = bytearray()
+    try:
+        for key, value in _fields(proto):
+            if isinstance(value, int):  # a varint field (encryption_type): as it is
+                out += varint(key) + varint(value)
+                continue
+            if key & 7 != 2:
+                raise InputError("a fixed-width field")
+            body = bytes(value) + (extra if key >> 3 == number else b"")
+            out += varint(key) + varint(len(body)) + body
+    except InputError:
+        raise InputError("TenSEAL's context serialisation is not in the expected format") from None
     return bytes(out)
 
 
@@ -265,26 +290,10 @@ def _ciphertext_count(tensor: bytes) -> int:
     """How many ciphertexts (field 2) a serialised CKKSTensorProto holds, read without loading
     it: SEAL's load expands each compressed blob (a few hundred bytes can claim 260 KB), so a
     peer's tensor is counted first. DecodeError if it is not a protobuf message."""
-    count, pos = 0, 0
     try:
-        while pos < len(tensor):
-            key, pos = _read_varint(tensor, pos)
-            kind = key & 7
-            if kind == 0:
-                _, pos = _read_varint(tensor, pos)
-            elif kind in (1, 5):
-                pos += 8 if kind == 1 else 4
-            elif kind == 2:
-                size, pos = _read_varint(tensor, pos)
-                pos += size
-                count += key >> 3 == 2
-            else:
-                raise InputError("unexpected wire type")
+        return sum(key == (2 << 3 | 2) for key, _ in _fields(tensor))
     except InputError:
         raise DecodeError("malformed CKKS tensor") from None
-    if pos != len(tensor):
-        raise DecodeError("malformed CKKS tensor")
-    return count
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -294,7 +303,7 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
         value, pos, shift = value | (byte & 0x7F) << shift, pos + 1, shift + 7
         if not byte & 0x80:
             return value, pos
-    raise InputError("TenSEAL's context serialisation is not in the expected format")
+    raise InputError("a truncated protobuf varint")
 
 
 class CKKSSecretContext(SecretContext):

@@ -229,10 +229,13 @@ class TorchDistTransport(Transport):
         if payload:
             dist.send(torch.frombuffer(bytearray(payload), dtype=torch.uint8), dst=self._rank(dst))
 
-    def _send_sealed(self, dst: str, frame: bytes | None) -> None:
-        """Send ``frame`` (None: the close signal) over ``dst``'s link: its sealed length, then
-        the sealed frame. Callers hold ``dst``'s send lock, so the counters follow the wire."""
-        link = self._links[dst]
+    def _send_framed(self, dst: str, frame: bytes | None) -> None:
+        """Send ``frame`` (None: the close signal) behind its length; over an authenticated link both
+        sealed. Callers hold ``dst``'s send lock, so the link's counters follow the wire."""
+        link = self._links.get(dst)
+        if link is None:
+            self._send_raw(dst, _CLOSE if frame is None else len(frame), frame)
+            return
         size = _CLOSE if frame is None else link.sealed_size(len(frame))
         head = link.seal_length(size)
         dist.send(torch.frombuffer(bytearray(head), dtype=torch.uint8), dst=self._rank(dst))
@@ -246,10 +249,7 @@ class TorchDistTransport(Transport):
         if isinstance(gone, PeerFailedError):  # gloo would buffer the frame and report it sent
             raise PeerFailedError(f"party {self.name!r} cannot send to {dst!r}: {gone}")
         with self._send_locks[dst]:  # sealing and sending in one order: the counter is the wire's
-            if self._links:
-                self._send_sealed(dst, frame)
-            else:
-                self._send_raw(dst, len(frame), frame)
+            self._send_framed(dst, frame)
 
     def __enter__(self) -> "TorchDistTransport":
         return self
@@ -266,10 +266,7 @@ class TorchDistTransport(Transport):
         for peer in self.peers:
             try:
                 with self._send_locks[peer]:
-                    if self._links:
-                        self._send_sealed(peer, None)
-                    else:
-                        self._send_raw(peer, _CLOSE, None)
+                    self._send_framed(peer, None)
             except RuntimeError:
                 continue  # that peer is gone already; nothing to tell it
         deadline = time.monotonic() + linger

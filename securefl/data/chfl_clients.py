@@ -23,7 +23,7 @@ import pandas as pd
 
 from protocols.errors import InputError
 from securefl.data.chfl_partition import CHFLPartition, ClientData, ClientSplit, sample_rows
-from securefl.data.tables import not_numeric, read_labelled_csv
+from securefl.data.tables import check_labelled, not_numeric, read_labelled_csv
 
 
 def parse_common(text: str, *, where: str) -> tuple[str, ...]:
@@ -114,8 +114,7 @@ def load_csv_partition(path: str | Path, *, label: str, client_column: str, comm
     unassigned = int(frame[client_column].isna().sum())
     if unassigned:
         raise InputError(f"--client-column {client_column!r}: {unassigned} rows of {path} name no client")
-    if frame[label].isna().any():
-        raise InputError(f"--label {label!r}: {int(frame[label].isna().sum())} rows of {path} have no label")
+    check_labelled(path, frame, label)
     classes = tuple(sorted(set(frame[label].astype(str))))
     if len(classes) < 2:
         raise InputError(f"--label {label!r}: {path} holds one class; classification needs two or more")

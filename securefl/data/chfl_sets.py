@@ -206,13 +206,12 @@ def load_csv_dataset(path: str | Path, *, label: str, name: str | None = None,
     """
     import pandas as pd
 
-    from securefl.data.tables import not_numeric, read_labelled_csv
+    from securefl.data.tables import check_labelled, not_numeric, read_labelled_csv
 
     if columns is not None and label in columns:
         raise InputError(f"--features names column {label!r}, which is the --label column; name features only")
     path, frame = read_labelled_csv(path, label=label, features=columns)
-    if frame[label].isna().any():
-        raise InputError(f"--label {label!r}: {int(frame[label].isna().sum())} rows of {path} have no label")
+    check_labelled(path, frame, label)
     features = frame.drop(columns=[label])
     if columns is not None:
         named = set(columns)

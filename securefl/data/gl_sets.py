@@ -27,7 +27,7 @@ import pandas as pd
 
 from protocols.errors import InputError
 from securefl.data.entries import DataFile, DatasetEntry
-from securefl.data.tables import read_labelled_csv
+from securefl.data.tables import check_labelled, read_labelled_csv
 from securefl.models.scaling import rescaled_moments
 
 COVER_CLIENTS = ("comanche", "neota", "poudre", "rawah")
@@ -246,7 +246,7 @@ def load_csv_clients(path: str | Path, *, label: str, client_column: str) -> GLD
         clients.append(ClientTable(str(name), label, full=rows))
     if len(clients) < 2:
         raise InputError(f"--client-column {client_column!r} in {path} gives {len(clients)} client(s); need 2+")
-    _check_labelled(path, frame, label)  # after the per-client check, which names a client with no labels at all
+    check_labelled(path, frame, label)  # after the per-client check, which names a client with no labels at all
     return GLDataset(path.stem, tuple(clients), binary=frame[label].dropna().nunique() == 2)
 
 
@@ -256,17 +256,9 @@ def load_client_csv(path: str | Path, *, label: str, name: str) -> ClientTable:
     path, frame = read_labelled_csv(path, label=label)
     if frame[label].dropna().empty:
         raise InputError(f"--label: column {label!r} in {path} has no values (client {name!r} has no labels)")
-    _check_labelled(path, frame, label)
+    check_labelled(path, frame, label)
     check_mixed_columns(path, frame, skip=(label,))
     return ClientTable(name, label, full=_own_columns(frame, label))
-
-
-def _check_labelled(path: Path, frame: pd.DataFrame, label: str) -> None:
-    """Refuse rows without a label (encoding would drop them without a word, as CHFL refuses them)."""
-    missing = frame[label].isna()
-    if missing.any():
-        raise InputError(f"{path}: {int(missing.sum())} rows have no --label {label!r} value (first in data row"
-                         f" {int(np.flatnonzero(missing.to_numpy())[0]) + 1}); fill or drop them first")
 
 
 def _own_columns(rows: pd.DataFrame, label: str) -> pd.DataFrame:

@@ -124,6 +124,14 @@ def not_numeric(source: str | os.PathLike, name: str, column: pd.Series, *,
     return InputError(f"{source}: column {name!r} is not numeric ({where}{hint})")
 
 
+def check_labelled(path: Path, frame: pd.DataFrame, label: str) -> None:
+    """Refuse rows without a ``--label`` value: a method would drop them without a word."""
+    missing = frame[label].isna()
+    if missing.any():
+        raise InputError(f"{path}: {int(missing.sum())} rows have no --label {label!r} value (first in data row"
+                         f" {int(np.flatnonzero(missing.to_numpy())[0]) + 1}); fill or drop them first")
+
+
 def check_class_label(path: Path, frame: pd.DataFrame, label: str) -> None:
     """Refuse a ``--label`` of many distinct fractional numbers, a regression target: these methods
     classify, and each value would become a class of its own. Text, whole numbers (1.0 too) and a few

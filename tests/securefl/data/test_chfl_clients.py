@@ -57,7 +57,7 @@ def test_a_clients_own_file_gives_it_what_the_shared_file_gives_it(tmp_path):
 @pytest.mark.parametrize("edit, message", [
     (lambda f: f.assign(u1=f.u1.where(f.index != 3)), "column 'u1' is empty in 1 of client 'north'"),
     (lambda f: f.assign(site=f.site.where(f.index != 0)), "1 rows of"),
-    (lambda f: f.assign(y=f.y.where(f.index != 0)), "--label 'y': 1 rows of"),
+    (lambda f: f.assign(y=f.y.where(f.index != 0)), "sites.csv: 1 rows have no --label 'y' value"),
     (lambda f: f.assign(y="a"), "holds one class"),
     (lambda f: f.assign(c2=f.c2.where(f.site == "north")), "common column 'c2' is not a feature of client 'south'"),
     (lambda f: f.assign(u1=None, u2=None), "client 'north' has no features besides the common ones"),
