@@ -274,6 +274,25 @@ def markdown_header(title: str, meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rendered_stamp() -> dict[str, Any]:
+    """When and at which commit ``--render-only`` re-derived a stored result's tables."""
+    return {k: v for k, v in metadata(settings={}, quick=False).items() if k in ("date", "commit")}
+
+
+def rendered_line(meta: dict[str, Any]) -> str:
+    """The header line saying a result's tables were re-derived (empty for a file as its run wrote it)."""
+    stamp = meta.get("rendered")
+    if not stamp:
+        return ""
+    return (f"- tables re-derived from the runs on {stamp['date']} at commit `{short_commit(stamp.get('commit'))}`"
+            " (`--render-only`; nothing was rerun)\n")
+
+
+def short_commit(commit: str | None) -> str:
+    """A commit's first 12 hex digits, keeping its ``+dirty`` mark."""
+    return (commit or "unknown")[:12] + ("+dirty" if (commit or "").endswith("+dirty") else "")
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub-flavoured Markdown table."""
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]

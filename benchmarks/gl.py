@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from baselines.gl_baselines import run_gl_method
-from benchmarks.common import (count_option, dataset_names, device_name, metadata, named_report, run_main, writable,
-                               write_json, write_text)
+from benchmarks.common import (count_option, dataset_names, device_name, named_report, rendered_stamp, run_main,
+                               writable, write_json, write_text)
 from benchmarks.gl_merge import (METHODS, StoredRuns, check_previous, complete_seeds, load_result, preflight,
                                 reused_runs, upgrade)
 from benchmarks.gl_report import (PAPER_PARAMETERS, best_method_check, collect, global_class_table, load_reference,
@@ -187,8 +187,7 @@ def render_only(args: argparse.Namespace) -> int:
     old = load_result(args.json, "--render-only")
     results = {name: rederive(name, res, args.reference) for name, res in upgrade(old).items()}
     meta = {k: v for k, v in old.items() if k != "datasets"}
-    meta["rendered"] = {k: v for k, v in metadata(settings={}, quick=old.get("quick", False)).items()
-                        if k in ("date", "commit")}
+    meta["rendered"] = rendered_stamp()
     write_json(args.json, {**meta, "datasets": {k: {kk: vv for kk, vv in v.items() if kk != "markdown"}
                                                  for k, v in results.items()}})
     write_text(args.markdown, render(meta, results))

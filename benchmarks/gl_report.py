@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmarks.common import markdown_header, markdown_table
+from benchmarks.common import markdown_header, markdown_table, rendered_line, short_commit
 
 METHODS = ("local", "fedavg", "gl", "centralized")
 REFERENCE_FILES = {
@@ -171,10 +171,6 @@ def best_method_check(records: Sequence[Mapping[str, Any]], metric: str = "auroc
     return out
 
 
-def _short(commit: str | None) -> str:
-    return (commit or "unknown")[:12] + ("+dirty" if (commit or "").endswith("+dirty") else "")
-
-
 def _seed_range(seeds: Sequence[int]) -> str:
     return f"{seeds[0]}..{seeds[-1]} ({len(seeds)})" if len(seeds) > 1 else str(seeds[0])
 
@@ -201,8 +197,7 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
     """The Markdown report."""
     out = [markdown_header("GL (Global Layers) — Table 2 reproduction", meta)]
     if meta.get("rendered"):
-        out.append(f"- tables re-derived from the runs on {meta['rendered']['date']} at commit "
-                   f"`{_short(meta['rendered']['commit'])}` (`--render-only`; nothing was rerun)\n")
+        out.append(rendered_line(meta))
     for name, res in results.items():
         out += [f"\n## {name} — seeds {res['seeds'][0]}..{res['seeds'][-1]} (n={len(res['seeds'])})\n",
                 "Mean ± std [95% CI half-width] in %, ours vs the authors' released per-seed results;"
@@ -236,8 +231,8 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> str:
                 *([f"\nPeak GPU memory of one run (MiB): {', '.join(f'{m} {v:.1f}' for m, v in peaks.items())}\n"]
                   if (peaks := res.get("gpu_peak_mib")) else []),
                 "\nRuns:\n", markdown_table(["seeds", "methods", "date", "commit", "load (1 min)", "command"], [
-                    [_seed_range(r["seeds"]), ", ".join(r.get("methods") or ["all"]), r["date"], _short(r["commit"]),
-                     (r.get("device") or {}).get("load_average_1m", ""),
+                    [_seed_range(r["seeds"]), ", ".join(r.get("methods") or ["all"]), r["date"],
+                     short_commit(r["commit"]), (r.get("device") or {}).get("load_average_1m", ""),
                      r["command"] + (f" (runs reused from `{r['reused_from']}`)" if r.get("reused_from") else "")]
                     for r in res["runs_from"]])]
     return "".join(out)

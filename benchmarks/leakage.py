@@ -42,7 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.common import (RESULTS_DIR, count_option, dataset_names, markdown_header, markdown_table, named_report,
-                               read_result, run_main, writable, write_json, write_text)
+                               read_result, rendered_line, rendered_stamp, run_main, writable, write_json, write_text)
 from benchmarks.key_owner import key_owner_section, key_owner_views
 
 DATASETS = ("breast", "default_credit", "give_credit")
@@ -159,12 +159,13 @@ def run_dataset(name: str, dataset: Any, config: Config) -> dict[str, Any]:
 
 
 def summary(seeds: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Mean and std over seeds of each attack's AUROC; the most float values any STFL passive party got."""
+    """Mean and sample std (n - 1, as every other result file) over seeds of each attack's AUROC; the
+    most float values any STFL passive party got."""
     out: dict[str, Any] = {"seeds": len(seeds)}
     for key in ("norm_auroc", "cosine_auroc"):
         values = [s["he_vfl"][key] for s in seeds if s["he_vfl"][key] is not None]
         out[key] = statistics.fmean(values) if values else None
-        out[f"{key}_std"] = statistics.pstdev(values) if len(values) > 1 else 0.0 if values else None
+        out[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0 if values else None
     out["positive_rate"] = statistics.fmean(s["he_vfl"].get("positive_rate", float("nan")) for s in seeds)
     out["stfl_float_values"] = max(p["float_values"] for s in seeds for p in s["stfl"].values())
     out["stfl_kinds"] = sorted({k for s in seeds for p in s["stfl"].values() for k in p["kinds"]})
@@ -209,7 +210,8 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict
                f"{v['uint64_words']:,}", _num(v["uint64_one_bit_rate"]),
                ", ".join(f"{c} {a:.4f}" for c, a in v["client_accuracy"].items())] for v in views]
     return "\n".join([
-        markdown_header("Leakage: label inference by the passive party, and the averaging server's view", meta),
+        markdown_header("Leakage: label inference by the passive party, and the averaging server's view", meta)
+        + rendered_line(meta),
         f"HE-VFL ({config.he}) through the protocol for its first {config.steps} training steps; the passive"
         " party's decrypted dL/da per row is attacked per batch (norm attack: no label known; cosine attack:"
         " one positive row of the batch known, left out of the grading). AUROC 0.5 means the attack learns"
@@ -288,16 +290,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def render(json_path: Path, md_path: Path) -> int:
-    """Rewrite the Markdown of a stored result (its own date, commit and settings)."""
+    """Rewrite the Markdown of a stored result (its own date, commit and settings). Each dataset's
+    summary is recomputed from its stored runs, so a fixed statistic reaches older files; the
+    JSON gets the same summaries and says when and at which commit they were re-derived."""
     stored = read_result(json_path, "--render-only", "leakage",
                          {"datasets": dict, "server_view": list, "settings": dict})
     settings = stored["settings"]
     config = Config(**{**settings, "datasets": tuple(settings["datasets"])})
-    text = markdown(stored, stored["datasets"], stored["server_view"], config, stored.get("hub_view", []),
+    datasets = {name: _resummarised(name, result) for name, result in stored["datasets"].items()}
+    meta = {**stored, "datasets": datasets, "rendered": rendered_stamp()}
+    text = markdown(meta, datasets, stored["server_view"], config, stored.get("hub_view", []),
                     stored.get("key_owner_view", []))
+    write_json(json_path, meta)
     write_text(md_path, text)
     print(text)
     return 0
+
+
+def _resummarised(name: str, result: Any) -> dict[str, Any]:
+    if not isinstance(result, dict) or not isinstance(result.get("runs"), list) or not result["runs"]:
+        raise SystemExit(f"benchmarks.leakage: error: --render-only: dataset {name!r} has no stored runs")
+    return {**result, "summary": summary(result["runs"])}
 
 
 if __name__ == "__main__":

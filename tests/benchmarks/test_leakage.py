@@ -37,10 +37,13 @@ def test_quick_run_attacks_he_vfl_and_reads_stfls_transport(tmp_path):
     assert len(checks) == 5 and checks["padding attack"]["dz_error"][0] > 0.5
     assert checks["read-lane attack"]["dz_error_if_predictable"][0] < 1e-3
     assert "HE-VFL's key owner: what it can read beyond dL/da" in text
-    # --render-only rewrites the same Markdown from the stored JSON, running nothing
+    # --render-only rewrites the same Markdown from the stored JSON, running nothing, and says so
     (tmp_path / "leakage.md").unlink()
     assert bench.main(["--render-only", "--json", str(tmp_path / "leakage.json")]) == 0
-    assert (tmp_path / "leakage.md").read_text() == text
+    rendered = (tmp_path / "leakage.md").read_text().splitlines()
+    stamp = [i for i, line in enumerate(rendered) if line.startswith("- tables re-derived from the runs on")]
+    assert len(stamp) == 1 and "\n".join(rendered[:stamp[0]] + rendered[stamp[0] + 1:]) + "\n" == text
+    assert json.loads((tmp_path / "leakage.json").read_text())["datasets"] == data["datasets"]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -68,3 +71,13 @@ def test_render_only_needs_a_leakage_result(tmp_path):
 
     with pytest.raises(SystemExit, match="is not a leakage result file"):
         bench.main(["--render-only", "--json", str(tmp_path / "other.json")])
+
+
+def test_summary_std_is_the_sample_std_over_seeds():
+    # Arrange: two seeds whose attacks scored 0.6 and 0.8
+    seeds = [{"he_vfl": {"norm_auroc": a, "cosine_auroc": a, "positive_rate": 0.4},
+              "stfl": {"p": {"float_values": 0, "kinds": []}}} for a in (0.6, 0.8)]
+    # Act
+    out = bench.summary(seeds)
+    # Assert: n - 1 in the denominator, as every other result file's std
+    assert out["norm_auroc"] == pytest.approx(0.7) and out["norm_auroc_std"] == pytest.approx(0.02 ** 0.5)
