@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 from benchmarks.chfl_merge import chunk_record, load_previous, previous_chunks, todo
 from benchmarks.chfl_summary import summarize
 from benchmarks.common import (RESULTS_DIR, config_report, count_option, dataset_names, device_name, markdown_header,
-                               read_result, run_main, writable, write_json, write_text)
+                               read_result, rendered_line, rendered_stamp, run_main, writable, write_json, write_text)
 from benchmarks.pool import map_jobs
 from protocols.errors import InputError
 from securefl.runtime.preload import preload
@@ -193,7 +193,8 @@ def available(cfg: Config) -> tuple[list[str], dict[str, str]]:
 
 
 def plan(cfg: Config, names: Sequence[str]) -> list[Job]:
-    """Every run of Table II, Table III and Fig. 4 (the 5-client, 30% point is shared)."""
+    """Every run of Table II, Table III and Fig. 4. The 5-client, 30% point shares Table II's first
+    run of each feature split; when Table II has fewer splits than the sweep, the rest are planned."""
     all_heads = ("chfl", "local", "simple")
     jobs = [Job("table2", d, 5, 0.3, s, r, all_heads, cfg.rounds, lr=lr)
             for d in names for s in range(cfg.splits) for r in range(cfg.runs) for lr in cfg.lrs]
@@ -208,6 +209,9 @@ def plan(cfg: Config, names: Sequence[str]) -> list[Job]:
         if abs(ratio - 0.3) > 1e-9:
             jobs += [Job("fig4", sweep, 5, ratio, s, 0, ("chfl", "local"), cfg.rounds, lr=lr)
                      for s in range(cfg.sweep_splits) for lr in cfg.lrs]
+    # the shared point's splits that Table II lacks (benchmarks.chfl_summary takes the sweep's splits only)
+    jobs += [Job("fig4", sweep, 5, 0.3, s, 0, ("chfl", "local"), cfg.rounds, lr=lr)
+             for s in range(cfg.splits, cfg.sweep_splits) for lr in cfg.lrs]
     lr = cfg.lrs[len(cfg.lrs) // 2]  # aggregation time does not depend on the learning rate
     jobs += [Job("timing", sweep, 5, 0.3, 0, 0, ("chfl",), cfg.timing_rounds, secure=flag, lr=lr)
              for flag in (True, False)]
@@ -268,16 +272,30 @@ def render(report: dict[str, Any], cfg: Config) -> None:
     from benchmarks.chfl_report import plot_fig4, to_markdown
 
     png = plot_fig4(report, cfg.markdown_path.with_suffix(".png"))
-    write_text(cfg.markdown_path, to_markdown(report, markdown_header("CHFL: Table II, Table III, Fig. 4", report),
-                                              png=png, data_dir=cfg.data_dir))
+    header = markdown_header("CHFL: Table II, Table III, Fig. 4", report) + rendered_line(report)
+    write_text(cfg.markdown_path, to_markdown(report, header, png=png, data_dir=cfg.data_dir))
     print(f"wrote {cfg.markdown_path}" + (f" and {png}" if png else ""))
+
+
+def render_only(cfg: Config) -> int:
+    """Re-derive the tables of ``--json`` from its stored runs (so a fixed summary reaches older
+    files), write them back with when and at which commit, and rewrite the Markdown; run nothing."""
+    report = read_result(cfg.json_path, "--render-only", "chfl", {"runs": list, "summary": dict})
+    try:
+        summary = summarize(report["runs"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise SystemExit(f"python -m benchmarks.chfl: --render-only: {cfg.json_path}: a stored run lacks {err}"
+                         ) from None
+    report.update(summary=summary, rendered=rendered_stamp())
+    write_json(cfg.json_path, report)
+    render(report, cfg)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     if cfg.render_only:
-        render(read_result(cfg.json_path, "--render-only", "chfl", {"runs": list, "summary": dict}), cfg)
-        return 0
+        return render_only(cfg)
     report = config_report("chfl", cfg, argv, paths=("json_path", "markdown_path", "data_dir", "merge", "max_runs"),
                            extra=FIXED_SETTINGS)
     settings = report["settings"]

@@ -212,7 +212,8 @@ def to_markdown(report: dict[str, Any], header: str, *, png: Path | None = None,
     parts = [header, "", *chunks_part(report),
              f"Runs: Table II {s['splits']} feature splits x {s['runs']} sample seeds per dataset; Table III and"
              f" Fig. 4 {s['sweep_splits']} feature split(s) x 1 run per point (the 5-client / 30% point reuses"
-             f" Table II's first run of each split). T = {s['rounds']} rounds x 5 local epochs, batch 64,"
+             " Table II's first run of each of those splits, so every point has the same splits and their"
+             f" common features nested). T = {s['rounds']} rounds x 5 local epochs, batch 64,"
              f" {_settings_line(s)}, μ > 0 grid ({', '.join(f'{m:g}' for m in s['mus'])})."
              " Each client picks its round (and μ) on its own validation rows; a run's number is the mean"
              " over clients of their test accuracy, a cell the mean ± std over runs."

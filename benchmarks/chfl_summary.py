@@ -58,16 +58,22 @@ def summarize(outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     def group(pred) -> dict[str, dict[str, Any]]:
         chosen = [o for o in outputs if pred(o["job"])]
-        return {m: cell([o["accuracy"][m] for o in chosen]) for m in METHODS if chosen and m in chosen[0]["accuracy"]}
+        return {m: cell([o["accuracy"][m] for o in chosen]) for m in METHODS
+                if chosen and all(m in o["accuracy"] for o in chosen)}
 
     table2 = {d: group(lambda j, d=d: j["experiment"] == "table2" and j["dataset"] == d)
               for d in dict.fromkeys(o["job"]["dataset"] for o in outputs if o["job"]["experiment"] == "table2")}
     sweep = [o for o in outputs if o["job"]["experiment"] in ("table3", "fig4")]
     name = sweep[0]["job"]["dataset"] if sweep else next(iter(table2), None)
 
+    # The sweep's points share its feature splits (a split's common features are nested across
+    # ratios and client counts), so the 5-client / 30% point takes Table II's runs of those splits only.
+    splits = {o["job"]["feature_seed"] for o in sweep} or None
+
     def point(n: int, ratio: float) -> dict[str, Any]:
         return group(lambda j: j["dataset"] == name and j["n_clients"] == n and abs(j["ratio"] - ratio) < 1e-9
-                     and j["experiment"] != "timing" and (j["experiment"] != "table2" or j["seed"] == 0))
+                     and j["experiment"] != "timing" and (j["experiment"] != "table2" or j["seed"] == 0)
+                     and (splits is None or j["feature_seed"] in splits))
 
     clients = sorted({o["job"]["n_clients"] for o in outputs if o["job"]["experiment"] in ("table2", "table3")
                       and o["job"]["dataset"] == name})

@@ -1,11 +1,12 @@
 """The CHFL benchmark: job plan, summaries, tables with the paper beside ours, honest verdicts."""
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
 
-from benchmarks.chfl import Job, parse_args, plan
+from benchmarks.chfl import Job, main, parse_args, plan
 from benchmarks.chfl_summary import summarize
 from benchmarks.chfl_report import ordering, plot_fig4, to_markdown
 from benchmarks.common import markdown_header
@@ -37,6 +38,28 @@ def test_plan_shares_the_five_client_thirty_percent_point():
     assert sum(j.experiment == "table3" for j in jobs) == 4  # 2 and 10 clients
     assert sum(j.experiment == "fig4" for j in jobs) == 8  # four ratios besides 0.3
     assert {j.secure for j in jobs if j.experiment == "timing"} == {True, False}
+
+
+def test_plan_gives_the_shared_point_the_sweeps_splits_that_table_two_lacks():
+    # Arrange / Act: Table II has 1 split, the sweep 3
+    jobs = plan(parse_args(["--splits", "1", "--runs", "1", "--sweep-splits", "3", "--lrs", "0.001"]), ["covertype"])
+    # Assert: the 5-client / 30% point gets splits 1 and 2 besides Table II's split 0
+    shared = [j for j in jobs if j.experiment == "fig4" and j.ratio == 0.3]
+    assert [(j.n_clients, j.feature_seed) for j in shared] == [(5, 1), (5, 2)]
+    assert not [j for j in plan(parse_args(["--splits", "3", "--sweep-splits", "3"]), ["covertype"])
+                if j.experiment == "fig4" and j.ratio == 0.3]
+
+
+def test_the_shared_point_averages_over_the_sweeps_splits_only():
+    # Arrange: Table II on splits 0-2, the other sweep points on split 0 alone
+    runs = [_out("table2", (0.5 + s / 10, 0.6, 0.62, 0.63, 0.6), split=s) for s in range(3)]
+    runs += [_out("table3", (0.6, 0.7, 0.72, 0.73), n=2), _out("fig4", (0.5, 0.6, 0.62, 0.63), ratio=0.1)]
+    # Act
+    summary = summarize(runs)
+    # Assert: Table II keeps all three splits; the shared point only split 0, like its neighbours
+    assert summary["table2"]["covertype"]["common"]["n"] == 3
+    assert summary["table3"]["5"]["common"] == {"mean": 0.5, "std": 0.0, "n": 1}
+    assert summary["fig4"]["0.3"]["common"]["n"] == 1 and "simple" in summary["table3"]["5"]
 
 
 def test_plan_repeats_every_accuracy_run_per_learning_rate_but_times_once():
@@ -131,3 +154,17 @@ def test_split_table_lists_each_feature_split_with_its_common_features(tmp_path)
     assert "| 2 | 0.4500 | 0.6000 |" in row0 and row0.endswith("Elevation, Soil12 |")
     row1 = next(line for line in table.splitlines() if line.startswith("| nosuch | 1 |"))
     assert row1.endswith("| — |")
+
+
+def test_render_only_re_derives_the_tables_from_the_stored_runs(tmp_path):
+    # Arrange: a stored result whose summary is stale
+    _, report = _report(tmp_path, (0.5, 0.6, 0.62, 0.63, 0.6))
+    report.update(benchmark="chfl", summary={**report["summary"], "table3": {}})
+    (tmp_path / "chfl.json").write_text(json.dumps(report))
+    # Act
+    code = main(["--render-only", "--json", str(tmp_path / "chfl.json")])
+    # Assert: the summary is recomputed and written back, and the Markdown says when and that nothing ran
+    stored = json.loads((tmp_path / "chfl.json").read_text())
+    assert code == 0 and stored["summary"]["table3"] == summarize(report["runs"])["table3"] != {}
+    assert stored["runs"] == json.loads(json.dumps(report["runs"])) and stored["rendered"]["date"]
+    assert "`--render-only`; nothing was rerun" in (tmp_path / "chfl.md").read_text()
