@@ -32,7 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.common import (RESULTS_DIR, count_option, dataset_names, device_name, markdown_header, named_report,
-                               read_result, run_main, writable, write_json, write_text)
+                               read_result, rendered_line, rendered_stamp, run_main, writable, write_json, write_text)
 from benchmarks.tdcd_report import markdown, plot_curves
 
 REGRESSION = ("tdcd_pol", "tdcd_elevators", "tdcd_kegg", "superconductivity", "diabetes_sklearn")
@@ -212,17 +212,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _write_report(meta: dict[str, Any], panels: list[dict[str, Any]], md_path: Path) -> int:
     png = plot_curves(panels, md_path.with_suffix(".png"), quick=meta["quick"])
-    text = markdown(markdown_header("TDCD: training objective per communication round (Fig. 2, Fig. 3)", meta),
-                    panels, meta["settings"], png=png)
+    header = markdown_header("TDCD: training objective per communication round (Fig. 2, Fig. 3)", meta)
+    text = markdown(header + rendered_line(meta), panels, meta["settings"], png=png)
     write_text(md_path, text)
     print(text)
     return 0
 
 
 def render(json_path: Path, md_path: Path) -> int:
-    """Rewrite the Markdown and PNG of a stored result (its own date, commit and settings)."""
+    """Rewrite the Markdown and PNG of a stored result (its own date, commit and settings), saying
+    when and at which commit its observations were re-derived."""
     stored = read_result(json_path, "--render-only", "tdcd", {"panels": list, "settings": dict})
-    return _write_report(stored, stored["panels"], md_path)
+    return _write_report({**stored, "rendered": rendered_stamp()}, stored["panels"], md_path)
 
 
 if __name__ == "__main__":
