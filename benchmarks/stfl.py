@@ -43,7 +43,8 @@ from benchmarks import stfl_merge
 from benchmarks.checkpoint import CellLog, checkpoint_path
 from benchmarks.stfl_merge import STFL_ROWS
 from benchmarks.common import (RESULTS_DIR, config_report, count_option, dataset_names, device_name, markdown_header,
-                               read_result, run_main, uncommitted_code, writable, write_json, write_text)
+                               read_result, rendered_line, rendered_stamp, run_main, uncommitted_code, writable,
+                               write_json, write_text)
 from benchmarks.probe import seal_rotation_ms
 from benchmarks.stfl_gpu import gpu_beside
 
@@ -286,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg, beside = gpu_beside(cfg, stored)
         if cfg.gpu_json is not None and stored.get("gpu_json") != str(cfg.gpu_json):
             write_json(cfg.json_path, {**stored, "gpu_json": str(cfg.gpu_json)})
-        render(stored, cfg, beside)
+        render({**stored, "rendered": rendered_stamp()}, cfg, beside)
         return 0
     old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
     cfg, beside = gpu_beside(cfg, old)  # checked before any run
@@ -326,8 +327,8 @@ def render(report: dict[str, Any], cfg: Config, beside: dict[str, Any] | None = 
     """Write the Markdown tables of ``report``, with ``beside`` (the GPU run) in Table III."""
     from benchmarks.stfl_report import to_markdown
 
-    write_text(cfg.markdown_path, to_markdown(report, markdown_header("STFL: Table I and Table III", report),
-                                              beside, str(cfg.gpu_json or "")))
+    header = markdown_header("STFL: Table I and Table III", report) + rendered_line(report)
+    write_text(cfg.markdown_path, to_markdown(report, header, beside, str(cfg.gpu_json or "")))
     print(f"wrote {cfg.markdown_path}")
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable
+
+from scipy import stats
 
 from benchmarks.common import markdown_table
 from benchmarks.stfl import ACCURACY_TOLERANCE, DATASETS, PAPER_NAMES, PAPER_SECONDS, paper_accuracy
@@ -53,8 +56,22 @@ def table_one(report: dict[str, Any]) -> str:
                            else _verdict(abs(gap) <= ACCURACY_TOLERANCE, why))
                 lines.append(f"- {label} on {PAPER_NAMES[d['dataset']]}: {s['accuracy_mean']:.2f}% vs paper"
                              f" {paper:.2f}% ({gap:+.2f} points; target within {ACCURACY_TOLERANCE} points:"
-                             f" {verdict})")
+                             f" {verdict}){'' if why else _settled(s, paper)}")
     return "\n".join(lines) + "\n"
+
+
+def _settled(summary: dict[str, Any], paper: float) -> str:
+    """Whether the seeds settle the verdict: the t-based 95% interval of the mean accuracy
+    against the band paper +- ACCURACY_TOLERANCE (empty for one seed, which has no interval)."""
+    n = int(summary["n"])
+    if n < 2:
+        return ""
+    half = float(stats.t.ppf(0.975, n - 1)) * summary["accuracy_std"] / math.sqrt(n)
+    low, high = summary["accuracy_mean"] - half, summary["accuracy_mean"] + half
+    band = (paper - ACCURACY_TOLERANCE, paper + ACCURACY_TOLERANCE)
+    where = ("inside the band" if band[0] <= low and high <= band[1] else
+             "outside the band" if high < band[0] or low > band[1] else "across the band's edge: not settled")
+    return f"; 95% CI of the mean over {n} seeds [{low:.2f}, {high:.2f}], {where}"
 
 
 STFL_LABELS = {"stfl": "STFL", "stfl (means)": "STFL sending posterior means"}

@@ -36,6 +36,23 @@ def test_stfl_verdict_follows_the_gap_to_the_paper():
     assert "**not met**" in table_one(_report(0.90))
 
 
+def _seeds(accuracies):
+    runs = {"stfl": [_result(a) for a in accuracies]}
+    return {"datasets": [{"dataset": "breast", "runs": runs, "summary": summarize(runs)}]}
+
+
+@pytest.mark.parametrize("accuracies, where", [
+    ((0.93, 0.931, 0.929), "[92.75, 93.25], inside the band"),  # paper 92.92, band 91.42-94.42
+    ((0.90, 0.95, 0.93), "across the band's edge: not settled"),  # the mean meets it, the seeds don't settle it
+    ((0.96, 0.961, 0.959), "outside the band"),
+])
+def test_stfl_verdict_says_whether_the_seeds_settle_it(accuracies, where):
+    # Act
+    text = table_one(_seeds(accuracies))
+    # Assert: a t-based 95% interval of the mean over 3 seeds against the band
+    assert "; 95% CI of the mean over 3 seeds" in text and where in text
+
+
 @pytest.mark.parametrize("run, why", [({"quick": True, "settings": {"epochs": 10}}, "a --quick run"),
                                       ({"quick": False, "settings": {"epochs": 50}}, "50 epochs, not the paper's 100")])
 def test_a_run_not_at_the_papers_settings_is_not_judged_against_the_targets(run, why):
