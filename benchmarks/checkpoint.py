@@ -60,19 +60,27 @@ class CellLog:
 
 
 def _read(path: Path, key: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
-    lines = path.read_text().splitlines()
+    """The stored cells. A last line without its newline was cut short when its run was killed:
+    it is cut off the file (once the key matches), so the next cell appended starts a line of
+    its own, and that cell reruns."""
+    data = path.read_bytes()
+    whole = data.rfind(b"\n") + 1
     records = []
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(data[:whole].splitlines(), 1):
         try:
             records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if number == len(lines):  # cut short when its run was killed: that cell reruns
-                break
+        except (json.JSONDecodeError, UnicodeDecodeError):
             raise SystemExit(f"--resume: {path} line {number} is not JSON; delete the file to start afresh") \
                 from None
-    if not records or records[0].get("checkpoint") != key:
+    if not records or not isinstance(records[0], dict) or records[0].get("checkpoint") != key:
         raise SystemExit(f"--resume: {path} holds the cells of a run with other settings, commit or device;"
                          " delete it to start afresh")
+    for number, r in enumerate(records[1:], 2):
+        if not isinstance(r, dict) or not isinstance(r.get("cell"), list):
+            raise SystemExit(f"--resume: {path} line {number} is not a cell; delete the file to start afresh")
+    if whole < len(data):
+        with open(path, "r+b") as fh:
+            fh.truncate(whole)
     return {tuple(r.pop("cell")): r for r in records[1:]}
 
 

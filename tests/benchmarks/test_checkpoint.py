@@ -51,6 +51,22 @@ def test_a_line_cut_short_by_a_kill_is_dropped_and_its_cell_reruns(tmp_path):
     assert list(CellLog.open(path, KEY, resume=True).done) == [("breast", "stfl", 0)]
 
 
+def test_cells_added_after_a_cut_short_line_survive_the_next_resume(tmp_path):
+    # Arrange: a kill mid-write, then a resumed run that finishes two more cells
+    path = tmp_path / "x.cells.jsonl"
+    CellLog.open(path, KEY, resume=False).add(("breast", "stfl", 0), {"wall": 1.0})
+    with open(path, "a") as fh:
+        fh.write('{"cell": ["breast", "stfl", 1], "wa')
+    resumed = CellLog.open(path, KEY, resume=True)
+    resumed.add(("breast", "stfl", 1), {"wall": 2.0})
+    resumed.add(("breast", "stfl", 2), {"wall": 3.0})
+    # Act
+    again = CellLog.open(path, KEY, resume=True)
+    # Assert: the torn fragment was cut off, not glued to the next cell
+    assert again.done == {("breast", "stfl", 0): {"wall": 1.0}, ("breast", "stfl", 1): {"wall": 2.0},
+                          ("breast", "stfl", 2): {"wall": 3.0}}
+
+
 def test_a_damaged_line_before_the_last_is_a_one_line_error(tmp_path):
     path = tmp_path / "x.cells.jsonl"
     CellLog.open(path, KEY, resume=False)
