@@ -216,16 +216,19 @@ def run_main(main: Callable[[], int | None], name: str) -> int:
     run leaves every result file as it was; the line says so.
     """
     from protocols.errors import InputError
+    from protocols.lifecycle import Terminated, interrupted_status, terminate_like_interrupt
     from securefl.runtime.preload import preload
     from securefl.runtime.reproducible import reproducible_blas
 
     reproducible_blas()  # the same seed gives the same numbers on every run (before any matrix product)
     preload()  # torch's first optimizer imports its compiler stack: not inside the first run's time
     try:
-        return int(main() or 0)
-    except KeyboardInterrupt:
-        print(f"{name}: interrupted; no result file was written", file=sys.stderr)
-        return 130
+        with terminate_like_interrupt():  # `kill PID` stops the workers and leaves the files as Ctrl-C does
+            return int(main() or 0)
+    except KeyboardInterrupt as exc:
+        print(f"{name}: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}; no result file was"
+              " written", file=sys.stderr)
+        return interrupted_status(exc)
     except InputError as err:  # bad input found after parsing (a setting a config refuses, a data file)
         print(f"{name}: error: {err}", file=sys.stderr)
         return 2

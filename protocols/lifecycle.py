@@ -42,7 +42,12 @@ def die_with_parent() -> None:
     that joins them). A worker started by ``multiprocessing`` asks its launcher's sentinel
     whether the launcher still lives, so one that is PID 1 itself (a container's entry
     point) is fine; any other process takes a parent of PID 1 to mean its parent is gone.
+    A worker a forkserver started has the server as its parent, and the server lives as long
+    as any of its workers do; such a worker watches its launcher's sentinel instead.
     """
+    launcher = multiprocessing.parent_process()
+    if launcher is not None and launcher.pid != os.getppid():
+        threading.Thread(target=_end_with, args=(launcher,), name="die-with-launcher", daemon=True).start()
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -52,6 +57,11 @@ def die_with_parent() -> None:
         return
     if _parent_gone():  # the parent was already gone before the request took effect
         os._exit(1)
+
+
+def _end_with(launcher: multiprocessing.process.BaseProcess) -> None:
+    launcher.join()  # returns once the launcher has ended
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _parent_gone() -> bool:
@@ -86,6 +96,36 @@ def ctrl_c_stays_here() -> Iterator[None]:
 def mark_stranded() -> None:
     """Record that threads of this process stay blocked in native code (a closed transport's receivers)."""
     _STRANDED.set()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a scheduler), raised in the main thread like Ctrl-C so that
+    the same ``finally`` blocks, pool shutdowns and staging clean-ups run; exit status 143."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def terminate_like_interrupt() -> Iterator[None]:
+    """In the body, SIGTERM raises :class:`Terminated` in the main thread instead of ending the
+    process before its clean-up runs; the previous handler is back afterwards. Only the main
+    thread may set a handler: from another thread the body runs as is. Children started by
+    spawn or forkserver do not inherit it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_status(exc: KeyboardInterrupt) -> int:
+    """The shell's status for a stop: 143 (128 + SIGTERM) for :class:`Terminated`, else 130 (Ctrl-C)."""
+    return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
 
 
 def exit_status(code: int) -> int:

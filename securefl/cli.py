@@ -12,7 +12,7 @@ import sys
 from typing import Sequence
 
 from protocols.errors import CryptoError, ProtocolError, SecureFLError
-from protocols.lifecycle import exit_status
+from protocols.lifecycle import Terminated, exit_status, interrupted_status, terminate_like_interrupt
 
 EXIT_USAGE = 2
 EXIT_PROTOCOL = 3
@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen command; return the exit status (or exit with it at once
     when a failed networked run left receivers blocked on its peers: :func:`protocols.lifecycle.exit_status`)."""
-    return exit_status(_run(argv))
+    with terminate_like_interrupt():  # `kill PID` cleans up as Ctrl-C does: pools shut down, staging removed
+        status = _run(argv)
+    return exit_status(status)
 
 
 def _run(argv: Sequence[str] | None) -> int:
@@ -50,9 +52,9 @@ def _run(argv: Sequence[str] | None) -> int:
 
         reproducible_blas()  # before any matrix product: MKL reads it once
         parser = build_parser()  # imports torch and the commands: a second or two
-    except KeyboardInterrupt:
-        print("securefl: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        print(f"securefl: {_stopped(exc)}", file=sys.stderr)
+        return interrupted_status(exc)
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
@@ -72,9 +74,13 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"securefl {args.command}: error: {exc.filename or ''}: {exc.strerror or exc}",
               file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print(f"securefl {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        print(f"securefl {args.command}: {_stopped(exc)}", file=sys.stderr)
+        return interrupted_status(exc)
+
+
+def _stopped(exc: KeyboardInterrupt) -> str:
+    return "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from protocols.lifecycle import worker_count
+from protocols.lifecycle import die_with_parent, worker_count
 from protocols.psi.curve import POINT_BYTES, blind_chunk, hash_and_blind_chunk, new_scalar
 
 MIN_PARALLEL = 4096  # below this many elements, blind in the calling thread
@@ -41,10 +41,11 @@ def resolve_workers(workers: int | None) -> int:
 
 def make_pool(workers: int) -> ProcessPoolExecutor:
     """A process pool for blinding. Workers start by forkserver where available (else
-    spawn): forking a process whose party threads may hold locks is unsafe."""
+    spawn): forking a process whose party threads may hold locks is unsafe. A worker ends with
+    the process that started it (the forkserver, which ends with this process)."""
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent)
 
 
 class Blinder:

@@ -3,12 +3,15 @@ started them is SIGTERM'd alone, instead of running on as orphans (die_with_pare
 transport left with stranded threads exits with its own status (exit_status)."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from protocols.lifecycle import Terminated, interrupted_status, terminate_like_interrupt
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
 
@@ -35,6 +38,12 @@ if __name__ == "__main__":
     from concurrent.futures import ProcessPoolExecutor
     from protocols.lifecycle import die_with_parent
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"), initializer=die_with_parent) as pool:
+        pool.submit(job, sys.argv[1]).result()
+""",
+    "psi blinding pool (forkserver)": _HEAD + """
+if __name__ == "__main__":
+    from protocols.psi.parallel import make_pool
+    with make_pool(1) as pool:
         pool.submit(job, sys.argv[1]).result()
 """,
     "torch.distributed party": _HEAD + """
@@ -131,3 +140,17 @@ def test_a_process_with_stranded_threads_exits_at_once_with_its_status_and_outpu
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     # Assert: unmarked, the status is returned; marked, the process ends with it, its output intact
     assert proc.returncode == 7 and proc.stdout == "last line", proc.stderr
+
+
+def test_sigterm_raises_terminated_in_the_body_and_the_old_handler_is_back_after():
+    # Arrange
+    before = signal.getsignal(signal.SIGTERM)
+    # Act: a SIGTERM to this process inside the body
+    with pytest.raises(Terminated) as stop:
+        with terminate_like_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler runs at the next bytecode; never reached
+    # Assert: Ctrl-C's clean-up paths catch it too, and it exits as a shell reports SIGTERM
+    assert isinstance(stop.value, KeyboardInterrupt) and interrupted_status(stop.value) == 143
+    assert interrupted_status(KeyboardInterrupt()) == 130
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -8,6 +8,7 @@ import pytest
 
 import securefl.cli as cli
 from protocols.errors import CryptoError, DecodeError, InputError, PeerTimeoutError
+from protocols.lifecycle import Terminated
 
 
 def _parser_whose_command_raises(error: BaseException):
@@ -36,6 +37,7 @@ def _parser_whose_command_raises(error: BaseException):
     (FileNotFoundError(2, "No such file or directory", "ids.csv"), cli.EXIT_USAGE,
      "securefl boom: error: ids.csv: No such file or directory"),
     (KeyboardInterrupt(), 130, "securefl boom: interrupted"),
+    (Terminated(), 143, "securefl boom: terminated (SIGTERM)"),
 ])
 def test_each_failure_kind_is_one_line_with_its_exit_status(monkeypatch, capsys, error, code, line):
     # Arrange
