@@ -16,7 +16,6 @@ import platform
 import shlex
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
@@ -246,15 +245,10 @@ def write_json(path: str | os.PathLike, obj: dict[str, Any]) -> Path:
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write text atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-        fh.write(text)
-        tmp = fh.name
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
+    """Write text atomically (nothing left behind if the write fails or is interrupted)."""
+    from securefl.results import write_text_atomically
+
+    return write_text_atomically(path, text, option="--markdown")
 
 
 def markdown_header(title: str, meta: dict[str, Any]) -> str:

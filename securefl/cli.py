@@ -71,8 +71,8 @@ def _run(argv: Sequence[str] | None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
         return EXIT_BROKEN_PIPE
     except OSError as exc:
-        print(f"securefl {args.command}: error: {exc.filename or ''}: {exc.strerror or exc}",
-              file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""  # none when e.g. stdout is a full disk
+        print(f"securefl {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
         print(f"securefl {args.command}: {_stopped(exc)}", file=sys.stderr)

@@ -17,23 +17,33 @@ from typing import Any, Sequence
 from protocols.errors import InputError
 
 
+def real_target(path: str | os.PathLike, option: str) -> Path:
+    """Where writing ``path`` puts its bytes: the file a symlink names (the link stays a link).
+    InputError for a device, pipe or socket, which an atomic replace would swap for a file
+    (``--json /dev/null`` run as root would replace the system's /dev/null)."""
+    real = Path(os.path.realpath(path))
+    if real.exists() and not (real.is_file() or real.is_dir()):
+        raise InputError(f"{option} {path}: not a regular file (a device, pipe or socket); name a file")
+    return real
+
+
 def check_output(path: str | os.PathLike, option: str, *, folder: bool = False) -> None:
     """Before any work: InputError unless ``path`` (a file, or a folder with ``folder``) can be
     written, so a long run does not end in an error about where to put its result."""
-    path = Path(path)
+    shown, path = path, real_target(path, option)
     if path.exists() and path.is_dir() != folder:
-        raise InputError(f"{option} {path}: " + ("exists and is not a folder" if folder
-                                                 else "names a folder, expected a file"))
+        raise InputError(f"{option} {shown}: " + ("exists and is not a folder" if folder
+                                                  else "names a folder, expected a file"))
     parent = path.parent
     while not parent.exists():  # folders that do not exist yet are made when writing
         parent = parent.parent
     if not parent.is_dir():
-        raise InputError(f"{option} {path}: {parent} is not a folder")
+        raise InputError(f"{option} {shown}: {parent} is not a folder")
     try:  # a real attempt: permission bits say yes to root, and e.g. /proc refuses anyway
         with tempfile.TemporaryFile(dir=parent):
             pass
     except OSError as exc:
-        raise InputError(f"{option} {path}: cannot write in {parent} ({exc.strerror or exc})") from None
+        raise InputError(f"{option} {shown}: cannot write in {parent} ({exc.strerror or exc})") from None
 
 
 def check_apart(outputs: Sequence[tuple[str, Any]], inputs: Sequence[tuple[str, Any]]) -> None:
@@ -70,21 +80,28 @@ def strict_json(value: Any) -> Any:
 def write_json_atomically(path: str | os.PathLike, obj: dict[str, Any]) -> Path:
     """Write ``obj`` to ``path`` as strict JSON (see :func:`strict_json`) so a reader never sees
     half a file."""
-    path = Path(path)
-    if path.is_dir():
+    if Path(path).is_dir():
         raise InputError(f"{path}: --json names a folder, expected a file")
-    text = json.dumps(strict_json(obj), indent=2, allow_nan=False) + "\n"
-    tmp = None
+    return write_text_atomically(path, json.dumps(strict_json(obj), indent=2, allow_nan=False) + "\n")
+
+
+def write_text_atomically(path: str | os.PathLike, text: str, *, option: str = "--json") -> Path:
+    """Write ``text`` to ``path`` (through a symlink, to the file it names) so that a reader sees
+    the old file or the new one, never half of either; whatever stops the write (a full disk,
+    Ctrl-C, SIGTERM) leaves no temporary file behind. InputError naming ``path`` on OSError."""
+    target, tmp = real_target(path, option), None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
-                                         prefix=f".{path.name}.") as fh:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp",
+                                         prefix=f".{target.name}.") as fh:
             tmp = fh.name
             fh.write(text)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:  # name the user's file, not the temporary one, and leave neither behind
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:  # name the user's file, not the temporary one
+        raise InputError(f"{path}: cannot write the result: {exc.strerror or exc}") from None
+    finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        raise InputError(f"{path}: cannot write the result: {exc.strerror or exc}") from None
-    return path
+    return Path(path)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--he", choices=sorted(HE_BACKENDS), default="ckks", help="encryption for the matmul round trip")
     p.add_argument("--epochs", type=int, default=10,
                    help="epochs for the STFL vs HE-VFL step (paper: 100; 0 skips the step)")
-    p.add_argument("--json", help="also write the numbers printed here to this JSON file")
+    p.add_argument("--json", type=Path, help="also write the numbers printed here to this JSON file")
     p.set_defaults(handler=run)
 
 
@@ -149,7 +150,7 @@ def _stfl_vs_he_vfl(epochs: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     if args.epochs < 0:
         raise InputError(f"--epochs must be 0 (skip) or positive, got {args.epochs}")
-    if args.json:
+    if args.json is not None:
         check_output(args.json, "--json")
     start = time.perf_counter()
     data = make_parties()
@@ -160,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     total = time.perf_counter() - start
     nbytes = psi["bytes"] + agg["bytes"] + he["bytes"] + sum(m["bytes"] for m in methods.values())
     print(f"total: {total:.2f} s | {nbytes:,} bytes sent by all parties")
-    if args.json:
+    if args.json is not None:
         write_json_atomically(args.json, {
             "method": "demo", "dataset": "breast_cancer (scikit-learn)", "seconds": total, "bytes": nbytes,
             "device": "cpu", "settings": {"he": args.he, "epochs": args.epochs},

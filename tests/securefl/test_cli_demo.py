@@ -33,6 +33,13 @@ def test_unknown_he_backend_is_a_usage_error(capsys):
     assert "invalid choice: 'rsa'" in capsys.readouterr().err
 
 
+def test_an_empty_json_path_is_an_error_not_a_silent_skip(capsys):
+    # Act: --json "$OUT" with OUT unset
+    code = main(["demo", "--epochs", "0", "--json", ""])
+    # Assert: refused before any step, as `run` and `psi` refuse it
+    assert code == 2 and "--json .: names a folder, expected a file" in capsys.readouterr().err
+
+
 def test_demo_compares_stfl_with_he_vfl(tmp_path, capsys):
     report = tmp_path / "demo.json"
 

@@ -36,6 +36,7 @@ def _parser_whose_command_raises(error: BaseException):
      "securefl boom: authentication error: authentication failed"),
     (FileNotFoundError(2, "No such file or directory", "ids.csv"), cli.EXIT_USAGE,
      "securefl boom: error: ids.csv: No such file or directory"),
+    (OSError(28, "No space left on device"), cli.EXIT_USAGE, "securefl boom: error: No space left on device"),
     (KeyboardInterrupt(), 130, "securefl boom: interrupted"),
     (Terminated(), 143, "securefl boom: terminated (SIGTERM)"),
 ])

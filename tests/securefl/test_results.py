@@ -105,3 +105,47 @@ def test_a_failed_write_names_the_result_file_and_leaves_nothing(tmp_path, monke
     with pytest.raises(InputError, match=r"r\.json: cannot write the result: No space left on device"):
         write_json_atomically(tmp_path / "r.json", {"a": 1})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupted_write_leaves_the_old_file_and_no_temporary_one(tmp_path, monkeypatch):
+    # Arrange: Ctrl-C (or SIGTERM, which the CLI raises the same way) during the rename
+    import os
+
+    (tmp_path / "r.json").write_text('{"old": 1}\n')
+
+    def interrupt(src, dst):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", interrupt)
+    # Act / Assert
+    with pytest.raises(KeyboardInterrupt):
+        write_json_atomically(tmp_path / "r.json", {"a": 1})
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"] and (tmp_path / "r.json").read_text() == '{"old": 1}\n'
+
+
+def test_a_symlinked_result_is_written_to_the_file_it_names(tmp_path):
+    # Arrange
+    target, link = tmp_path / "kept" / "r.json", tmp_path / "link.json"
+    target.parent.mkdir()
+    target.write_text("{}\n")
+    link.symlink_to(target)
+    # Act
+    check_output(link, "--json")
+    write_json_atomically(link, {"a": 1})
+    # Assert: the link is still a link, and its target has the result
+    assert link.is_symlink() and json.loads(target.read_text()) == {"a": 1}
+
+
+def test_a_device_is_refused_before_running_not_replaced(tmp_path):
+    # Arrange: /dev/null as root would be swapped for a regular file by an atomic replace
+    import os
+
+    if not os.path.exists("/dev/null"):
+        pytest.skip("no /dev/null here")
+    link = tmp_path / "null.json"
+    link.symlink_to("/dev/null")
+    # Act / Assert
+    with pytest.raises(InputError, match=r"--json .*null\.json: not a regular file"):
+        check_output(link, "--json")
+    with pytest.raises(InputError, match="not a regular file"):
+        write_json_atomically("/dev/null", {"a": 1})
+    assert link.is_symlink() and os.path.realpath(link) == "/dev/null"
