@@ -19,6 +19,7 @@ import pandas as pd
 
 from protocols.errors import InputError
 from protocols.psi import check_ids
+from securefl.results import real_target
 
 OTHER_DELIMITERS = (";", "\t", "|")
 MAX_FRACTIONAL_CLASSES = 50
@@ -168,6 +169,7 @@ def write_csv_atomically(out_dir: str | os.PathLike, frames: Mapping[str, pd.Dat
     for name in frames:  # before anything is written: a replace that fails half way would leave a mix
         if (out / name).is_dir():
             raise InputError(f"{out / name}: a folder is in the way of this output file")
+        real_target(out / name, "--out")  # a device or pipe there would be replaced by a file
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
     try:
