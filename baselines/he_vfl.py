@@ -43,6 +43,7 @@ from protocols.errors import EncodingOverflowError, InputError, ProtocolError
 from protocols.interactive import InteractiveConfig, PassiveInteractive
 from protocols.psi import psi_active, psi_passive
 from protocols.transport import Transport, relayed, run_parties
+from securefl.algorithms.training import binary_labels
 from securefl.data import PartyTable, VerticalSplit
 from securefl.runtime import binary_metrics, resolve_device
 from securefl.runtime import validation as check
@@ -129,6 +130,7 @@ def _check_active_inputs(passive: Any, table: PartyTable, config: Any) -> None:
                          f"{passive!r}")
     if table.labels is None:
         raise InputError(f"the active party's table {table.name!r} has no labels")
+    binary_labels(table.labels, owner=f"active party {table.name!r}")  # BCE and the scores need 0/1
 
 
 @_limited_threads

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from protocols.errors import InputError
+from securefl.algorithms.training import binary_labels
 from securefl.data import PartyTable, VerticalSplit
 from securefl.models.scaling import Standardizer
 from securefl.runtime import SeedPlan, binary_metrics, resolve_device
@@ -259,6 +260,7 @@ def train_splitnn(split: VerticalSplit, config: SplitNNConfig) -> dict[str, Any]
     train_ids, test_ids = sorted(common & split.train_ids), sorted(common & split.test_ids)
     if not train_ids or not test_ids:
         raise InputError("no training or no test rows are shared by both parties")
+    binary_labels(active.labels, owner=f"active party {active.name!r}")  # BCE and the scores need 0/1
     mean_a, std_a = standardizer(active.features[_rows(active, train_ids)])
     mean_p, std_p = standardizer(passive.features)
 

@@ -52,8 +52,10 @@ def run_stfl_row(split: VerticalSplit, cfg: Any, seed: int, latent: str = "sampl
 
 
 def training_steps(split: VerticalSplit, epochs: int, batch_size: int) -> int:
-    """Steps of a full run: epochs x batches of the training rows."""
-    return epochs * math.ceil(len(split.train_ids) / batch_size)
+    """Steps of a full HE-VFL run: epochs x batches of the training rows that PSI finds at both
+    parties (a training ID the passive party lacks is not trained on)."""
+    common = split.train_ids.intersection(split.dataset.passive[0].ids)
+    return epochs * math.ceil(len(common) / batch_size)
 
 
 def he_vfl_config(split: VerticalSplit, cfg: Any, seed: int, he: str) -> Any:

@@ -15,7 +15,7 @@ from protocols.interactive import SETUP_MESSAGES, TRAINING_MESSAGES
 from protocols.transport import RunResult, run_parties
 from securefl.data import PartyTable, VerticalSplit
 
-from .test_splitnn import TINY, tiny_split
+from .test_splitnn import TINY, signed_labels, tiny_split
 
 SMALL_KEYS = dict(key_bits=512, insecure_small_keys_for_tests=True)
 
@@ -190,6 +190,8 @@ def test_bad_inputs_to_the_roles() -> None:
                                                           "config": object()}, "passive": passive})
     with pytest.raises(InputError, match="backend"):
         run_he_vfl(split, HEVFLConfig(epochs=1), backend="carrier-pigeon")
+    with pytest.raises(InputError, match="needs labels 0/1"):
+        run_he_vfl(signed_labels(split), HEVFLConfig(epochs=1))
 
 
 def test_timing_runs_can_score_a_few_test_batches_and_project_the_rest():

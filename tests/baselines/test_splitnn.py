@@ -88,6 +88,23 @@ def test_bad_config(kwargs: dict) -> None:
         SplitNNConfig(**kwargs)
 
 
+def signed_labels(split: VerticalSplit) -> VerticalSplit:
+    """``split`` with the active party's labels as -1/+1 instead of 0/1."""
+    from dataclasses import replace
+
+    active = split.dataset.active
+    signed = PartyTable(active.name, active.ids, active.features, active.feature_names, labels=2 * active.labels - 1)
+    return replace(split, dataset=VerticalDataset(split.dataset.name, signed, split.dataset.passive))
+
+
+def test_labels_other_than_0_1_are_refused_not_scored_as_wrong() -> None:
+    # Arrange: -1/+1 labels would train BCE on -1 and score every prediction wrong
+    split = signed_labels(tiny_split())
+    # Act / Assert
+    with pytest.raises(InputError, match=r"active party 'active': binary classification needs labels 0/1"):
+        train_splitnn(split, SplitNNConfig(epochs=1))
+
+
 def test_more_than_one_passive_party_is_refused() -> None:
     with pytest.raises(InputError, match="one passive party"):
         train_splitnn(tiny_split(passives=2), SplitNNConfig(epochs=1))

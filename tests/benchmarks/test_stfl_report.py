@@ -559,3 +559,18 @@ def test_rows_that_cannot_join_the_stored_dataset_are_refused_before_any_run(tmp
     with pytest.raises(SystemExit, match=r"--merge: breast keeps rows run with \[2\] seeds"):
         stfl.main(["--datasets", "breast", "--rows", "stfl", "--seeds", "3", "--merge", "--json", str(stored)])
     assert stored.read_text() == before
+
+
+def test_he_vfl_steps_count_the_training_rows_both_parties_hold():
+    # Arrange: the passive party lacks two of the active party's IDs
+    from baselines.he_vfl import HEVFLConfig
+    from baselines.splitnn import SplitNNConfig, train_splitnn
+    from benchmarks.stfl_runs import training_steps
+    from tests.baselines.test_splitnn import tiny_split
+
+    split = tiny_split(rows=200)
+    trained = train_splitnn(split, SplitNNConfig(epochs=1))["train_rows"]
+    # Act
+    steps = training_steps(split, 3, 1)
+    # Assert: the schedule the protocol runs, not one over every training ID
+    assert trained < len(split.train_ids) and steps == HEVFLConfig(epochs=3, batch_size=1).total_steps(trained)
