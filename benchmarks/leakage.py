@@ -152,7 +152,8 @@ def run_dataset(name: str, dataset: Any, config: Config) -> dict[str, Any]:
         split = stfl_split(dataset, seed=seed)
         seeds.append({"seed": seed, "he_vfl": leakage_over_steps(he_vfl_view(split, config, seed)),
                       "stfl": stfl_view(split, seed)})
-        print(f"{name} seed {seed}: HE-VFL norm AUROC {_num(seeds[-1]['he_vfl']['norm_auroc'])}, cosine AUROC"
+        print(f"{name} seed {seed}: HE-VFL norm AUROC {_num(seeds[-1]['he_vfl']['norm_auroc'])} (oriented"
+              f" {_num(seeds[-1]['he_vfl']['norm_auroc_oriented'])}), cosine AUROC"
               f" {_num(seeds[-1]['he_vfl']['cosine_auroc'])}; STFL passive float values received"
               f" {sum(p['float_values'] for p in seeds[-1]['stfl'].values())}", file=sys.stderr)
     return {"runs": seeds, "summary": summary(seeds)}
@@ -162,8 +163,8 @@ def summary(seeds: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Mean and sample std (n - 1, as every other result file) over seeds of each attack's AUROC; the
     most float values any STFL passive party got."""
     out: dict[str, Any] = {"seeds": len(seeds)}
-    for key in ("norm_auroc", "cosine_auroc"):
-        values = [s["he_vfl"][key] for s in seeds if s["he_vfl"][key] is not None]
+    for key in ("norm_auroc", "norm_auroc_oriented", "cosine_auroc"):  # oriented: absent from older runs
+        values = [s["he_vfl"][key] for s in seeds if s["he_vfl"].get(key) is not None]
         out[key] = statistics.fmean(values) if values else None
         out[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0 if values else None
     out["positive_rate"] = statistics.fmean(s["he_vfl"].get("positive_rate", float("nan")) for s in seeds)
@@ -205,6 +206,7 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict
         stfl = ("nothing to attack: no float value received" if s["stfl_float_values"] == 0 else
                 f"{s['stfl_float_values']:,} float values received")
         rows.append([name, s["seeds"], f"{s['positive_rate']:.3f}", _num(s["norm_auroc"], s["norm_auroc_std"]),
+                     _num(s.get("norm_auroc_oriented"), s.get("norm_auroc_oriented_std")),
                      _num(s["cosine_auroc"], s["cosine_auroc_std"]), stfl, ", ".join(s["stfl_kinds"])])
     server = [[v["method"], v["dataset"], v["aggregation"], v["messages"], f"{v['float_values']:,}",
                f"{v['uint64_words']:,}", _num(v["uint64_one_bit_rate"]),
@@ -216,13 +218,17 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict
         " party's decrypted dL/da per row is attacked per batch (norm attack: no label known; cosine attack:"
         " one positive row of the batch known, left out of the grading). AUROC 0.5 means the attack learns"
         " nothing, 1.0 that it recovers every label, and one far below 0.5 leaks as much (the score orders the"
-        " classes the other way round); mean ± std over seeds of the mean over steps. The norm attack rests on"
+        " classes the other way round); mean ± std over seeds of the mean over steps. Unoriented, steps and"
+        " seeds on either side of 0.5 cancel in that mean, so the norm attack is also given the cosine"
+        " attack's one known positive to orient it (larger norms positive if that row's norm is at least the"
+        " batch median; n/a in runs from before it was measured). The norm attack rests on"
         " the minority class's larger errors once the model has learnt the class rate (Li et al.), so it is"
         " weak early in training and on balanced data; the gradients' direction gives the labels away from the"
         " first step. STFL: what each passive party's transport delivered (1 VAE epoch, 1 training epoch).",
         "",
         markdown_table(["dataset", "seeds", "positive rate", "HE-VFL norm attack AUROC",
-                        "HE-VFL cosine attack AUROC", "STFL passive party", "STFL messages received"], rows),
+                        "HE-VFL norm attack AUROC, oriented by one known positive", "HE-VFL cosine attack AUROC",
+                        "STFL passive party", "STFL messages received"], rows),
         "## The averaging server's view",
         "",
         "What the server's transport delivered in a short run (CHFL: 3 clients, 2 rounds; GL: 3 epochs, 2"

@@ -51,10 +51,15 @@ def cosine_scores(grads: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
 
 def label_leakage(grads: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
-    """AUROC of both attacks on ``grads`` (one row per observed sample) against binary ``labels``.
+    """AUROC of the attacks on ``grads`` (one row per observed sample) against binary ``labels``.
 
     The cosine attack's known positive is the first positive row; it is left out of the
-    grading, since the attacker knew its label already.
+    grading, since the attacker knew its label already. ``norm_auroc`` scores every row by
+    its gradient's norm, no label known: a value far below 0.5 means the positives have the
+    smaller gradients, and averaging it over steps lets steps on either side of 0.5 cancel.
+    ``norm_auroc_oriented`` gives the norm attack the cosine attack's one known positive to
+    choose the direction: larger norms are positive if that row's norm is at least the
+    median of the others'. It is graded on the other rows, like the cosine attack.
     """
     grads, labels = _gradients(grads), np.asarray(labels).ravel()
     if len(labels) != len(grads) or not set(np.unique(labels)) <= {0, 1}:
@@ -65,10 +70,13 @@ def label_leakage(grads: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
     known = positives[0]
     rest = np.delete(np.arange(len(labels)), known)
     cosine = cosine_scores(grads[rest], grads[known])
-    graded = labels[rest]
+    graded, norms = labels[rest], norm_scores(grads)
+    gradable = 0 < graded.mean() < 1
+    sign = 1.0 if norms[known] >= np.median(norms[rest]) else -1.0
     return {"rows": int(len(labels)), "positive_rate": float(labels.mean()),
-            "norm_auroc": roc_auc(labels, norm_scores(grads)),
-            "cosine_auroc": roc_auc(graded, cosine) if 0 < graded.mean() < 1 else None,
+            "norm_auroc": roc_auc(labels, norms),
+            "norm_auroc_oriented": roc_auc(graded, sign * norms[rest]) if gradable else None,
+            "cosine_auroc": roc_auc(graded, cosine) if gradable else None,
             "known_row": int(known)}
 
 
@@ -79,13 +87,17 @@ def leakage_over_steps(steps: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[s
     """
     graded = [label_leakage(grads, labels) for labels, grads in steps if 0 < np.mean(labels) < 1]
     if not graded:
-        return {"steps": len(steps), "graded_steps": 0, "norm_auroc": None, "cosine_auroc": None}
+        return {"steps": len(steps), "graded_steps": 0, "norm_auroc": None, "norm_auroc_oriented": None,
+                "cosine_auroc": None}
     cosine = [g["cosine_auroc"] for g in graded if g["cosine_auroc"] is not None]
+    oriented = [g["norm_auroc_oriented"] for g in graded if g["norm_auroc_oriented"] is not None]
     return {"steps": len(steps), "graded_steps": len(graded), "rows": sum(g["rows"] for g in graded),
             "positive_rate": float(np.mean([g["positive_rate"] for g in graded])),
             "norm_auroc": float(np.mean([g["norm_auroc"] for g in graded])),
+            "norm_auroc_oriented": float(np.mean(oriented)) if oriented else None,
             "cosine_auroc": float(np.mean(cosine)) if cosine else None,
-            "first_step": {k: graded[0][k] for k in ("norm_auroc", "cosine_auroc")}}
+            "norm_auroc_per_step": [float(g["norm_auroc"]) for g in graded],
+            "first_step": {k: graded[0][k] for k in ("norm_auroc", "norm_auroc_oriented", "cosine_auroc")}}
 
 
 def graded_view(labels: Mapping[str, int], passive_ids: Sequence[str]

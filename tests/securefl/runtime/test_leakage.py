@@ -31,6 +31,17 @@ def test_gradients_of_a_logistic_loss_give_every_label_away():
     assert leak["known_row"] == 0 and leak["rows"] == 8 and leak["positive_rate"] == 3 / 8
 
 
+def test_the_known_positive_turns_a_norm_attack_scoring_below_chance_around():
+    # Arrange: positives predicted at 0.9 (gradient -0.1 v), negatives at 0.6 (+0.6 v): the
+    # positives have the smaller gradients, so larger-norm-is-positive ranks them all last
+    labels = np.array([1, 0, 0, 1, 0, 1, 0, 0])
+    grads = _logistic_gradients(labels, np.where(labels == 1, 0.9, 0.6), [0.5, -1.0, 2.0])
+    # Act
+    leak = label_leakage(grads, labels)
+    # Assert: unoriented it reads 0.0, which leaks as much as 1.0; the known positive orients it
+    assert leak["norm_auroc"] == 0.0 and leak["norm_auroc_oriented"] == 1.0
+
+
 def test_gradients_unrelated_to_the_labels_leave_the_attacks_near_chance():
     rng = np.random.default_rng(7)  # test data, not key material
     labels = rng.integers(0, 2, size=4000)
@@ -38,6 +49,7 @@ def test_gradients_unrelated_to_the_labels_leave_the_attacks_near_chance():
     leak = label_leakage(rng.normal(size=(4000, 16)), labels)
 
     assert abs(leak["norm_auroc"] - 0.5) < 0.05 and abs(leak["cosine_auroc"] - 0.5) < 0.05
+    assert abs(leak["norm_auroc_oriented"] - 0.5) < 0.05
 
 
 @pytest.mark.parametrize("grads, labels, message", [
@@ -71,7 +83,8 @@ def test_over_steps_the_attacks_are_averaged_over_the_steps_with_both_classes():
     first, second = label_leakage(leaky[1], labels), label_leakage(noise[1], labels)
     assert out["steps"] == 3 and out["graded_steps"] == 2 and out["rows"] == 8
     assert out["cosine_auroc"] == pytest.approx((first["cosine_auroc"] + second["cosine_auroc"]) / 2)
-    assert out["first_step"] == {"norm_auroc": 1.0, "cosine_auroc": 1.0}
+    assert out["first_step"] == {"norm_auroc": 1.0, "norm_auroc_oriented": 1.0, "cosine_auroc": 1.0}
+    assert out["norm_auroc_per_step"] == [first["norm_auroc"], second["norm_auroc"]]
     assert leakage_over_steps([])["cosine_auroc"] is None
 
 
