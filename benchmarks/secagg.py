@@ -161,7 +161,7 @@ def markdown(meta: dict[str, Any], out: dict[str, Any], settings: BenchSettings)
     ])
 
 
-def parse_args(argv: Sequence[str] | None = None) -> tuple[BenchSettings, Path | None, Path]:
+def parse_args(argv: Sequence[str] | None = None) -> tuple[BenchSettings, Path, Path]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.secagg", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small vectors, fewer repeats (labelled quick)")
     parser.add_argument("--clients", type=count_option, default=10)
@@ -170,28 +170,31 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[BenchSettings, Path |
     parser.add_argument("--max-dropouts", type=count_option, default=2)
     parser.add_argument("--stage-timeout", type=float, default=2.0)
     parser.add_argument("--prg", choices=PRGS, default="aes128-ctr")
-    parser.add_argument("--json", type=Path, default=None, help="write results here")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write results here (default benchmarks/results/secagg.json, quick: secagg.quick.json)")
     parser.add_argument("--md", type=Path, default=None, help="Markdown report (default: beside --json)")
     args = parser.parse_args(argv)
     try:
         settings = BenchSettings(
-            clients=args.clients, length=args.length or (20_000 if args.quick else 1_000_000),
-            repeats=args.repeats or (1 if args.quick else 5), max_dropouts=args.max_dropouts,
+            clients=args.clients,
+            length=args.length if args.length is not None else 20_000 if args.quick else 1_000_000,
+            repeats=args.repeats if args.repeats is not None else 1 if args.quick else 5,
+            max_dropouts=args.max_dropouts,
             stage_timeout=args.stage_timeout, prg=args.prg, quick=args.quick)
     except InputError as exc:
         parser.error(str(exc))
-    md = args.md or (args.json.with_suffix(".md") if args.json else
-                     RESULTS_DIR / ("secagg.quick.md" if args.quick else "secagg.md"))
-    writable(parser, json=args.json, md=md)
-    return settings, args.json, md
+    # the Markdown and its JSON are written together: a run never leaves a committed pair disagreeing
+    json_path = args.json or RESULTS_DIR / ("secagg.quick.json" if args.quick else "secagg.json")
+    md = args.md or json_path.with_suffix(".md")
+    writable(parser, json=json_path, md=md)
+    return settings, json_path, md
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, json_path, md_path = parse_args(argv)
     meta = named_report("secagg", settings=asdict(settings), quick=settings.quick, argv=argv)
     out = run(settings)
-    if json_path is not None:
-        write_json(json_path, {**meta, **out})
+    write_json(json_path, {**meta, **out})
     write_text(md_path, markdown(meta, out, settings))
     print(markdown(meta, out, settings))
     return 0

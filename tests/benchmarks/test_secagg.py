@@ -25,6 +25,8 @@ def test_tiny_benchmark_writes_json_and_markdown(tmp_path):
     (["--max-dropouts", "9"], "--max-dropouts must leave a majority of the 10 clients"),
     (["--stage-timeout", "-1"], "stage_timeout must be a positive number of seconds"),
     (["--stage-timeout", "nan"], "stage_timeout must be a positive number of seconds"),
+    (["--length", "0"], "--length >= 1"),  # not the default's million silently
+    (["--repeats", "0"], "--repeats >= 1"),
 ])
 def test_bad_settings_are_usage_errors_before_any_round(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as stop:
@@ -32,3 +34,12 @@ def test_bad_settings_are_usage_errors_before_any_round(tmp_path, capsys, argv, 
 
     assert stop.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
+
+
+def test_without_json_the_markdown_still_gets_its_json_beside_it(tmp_path, monkeypatch):
+    # Arrange: the default place is the results folder (here a temporary one)
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    # Act
+    settings, json_path, md_path = bench.parse_args(["--quick"])
+    # Assert: the pair goes together, so a run cannot leave a committed secagg.md beside an older JSON
+    assert (json_path, md_path) == (tmp_path / "secagg.quick.json", tmp_path / "secagg.quick.md")
