@@ -13,8 +13,8 @@ what was received.
 
 The attack (:func:`securefl.runtime.leakage.feature_reconstruction`): an active party
 that also knows the features of a random share of the common rows fits a linear map
-from latents to features on them and predicts the other rows. R² per feature, averaged:
-0 is no better than the known rows' mean, 1 rebuilds the features exactly. A linear
+from latents to features on them and predicts the other rows. R² per feature, floored at 0
+and averaged: 0 is no better than the known rows' mean, 1 rebuilds the features exactly. A linear
 attacker gives a lower bound on what the latents reveal; the paper argues from the
 latents' Gaussian distribution that they reveal nothing (its Section IV-B).
 """
@@ -95,7 +95,9 @@ def summarise(seeds: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def markdown(meta: dict[str, Any], results: dict[str, Any]) -> str:
     lines = [markdown_header("STFL: passive features rebuilt from the latents the active party receives", meta),
              "", "R² of a linear attacker that knows the features of a random share of the common rows "
-             "(mean ± std over seeds; 0: nothing beyond the known rows' mean, 1: every feature exactly).", ""]
+             "(mean ± std over seeds; 0: nothing beyond the known rows' mean, 1: every feature exactly), each"
+             " feature's floored at 0 before the mean over features: a fit worse than the known rows' mean"
+             " counts as that mean, which the attacker can always keep.", ""]
     rows = []
     for name, res in results.items():
         for party, readings in res["summary"].items():

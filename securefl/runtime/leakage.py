@@ -138,8 +138,12 @@ def feature_reconstruction(latents: np.ndarray, features: np.ndarray, *, known: 
     who also knows the features of a random ``known`` share of those rows (auxiliary data:
     customers it shares, public records) fits a ridge regression with intercept from latents
     to features on them and predicts the other rows. The score is R² per feature on the
-    predicted rows, about the known rows' mean (0: no better than that mean; 1: exact),
-    averaged over features. A linear attacker only: a lower bound on what the latents give away.
+    predicted rows, about the known rows' mean (0: no better than that mean; 1: exact). ``r2``
+    averages it over features floored at 0: a negative R² is a fit worse than that mean, which
+    the attacker can always keep instead, and one heavy-tailed feature's large negative R²
+    (one outlier among the scored rows dominates its spread) would otherwise cancel what the
+    other features give away. ``r2_unfloored`` is the plain mean. A linear attacker only: a
+    lower bound on what the latents give away.
     """
     latents, features = np.asarray(latents, dtype=np.float64), np.asarray(features, dtype=np.float64)
     if latents.ndim != 2 or features.ndim != 2 or len(latents) != len(features):
@@ -160,8 +164,8 @@ def feature_reconstruction(latents: np.ndarray, features: np.ndarray, *, known: 
     spread = features[score] - features[fit].mean(axis=0)
     sst = (spread ** 2).sum(axis=0)
     per_feature = 1.0 - (residual ** 2).sum(axis=0) / np.where(sst > 0, sst, np.nan)
-    return {"r2": float(np.nanmean(per_feature)), "r2_per_feature": [float(v) for v in per_feature],
-            "known_rows": k, "scored_rows": len(score)}
+    return {"r2": float(np.nanmean(np.maximum(per_feature, 0.0))), "r2_unfloored": float(np.nanmean(per_feature)),
+            "r2_per_feature": [float(v) for v in per_feature], "known_rows": k, "scored_rows": len(score)}
 
 
 __all__ = ["cosine_scores", "feature_reconstruction", "graded_view", "label_leakage", "leakage_over_steps",

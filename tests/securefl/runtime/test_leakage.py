@@ -129,7 +129,26 @@ def test_latents_that_are_a_linear_map_of_the_features_give_them_away():
     noise = feature_reconstruction(rng.normal(size=(400, 2)), features, known=0.5, seed=1)
     # Assert: the map inverts exactly; unrelated latents explain nothing
     assert two["r2"] == pytest.approx(1.0, abs=1e-5) and (two["known_rows"], two["scored_rows"]) == (40, 360)
-    assert -0.05 < noise["r2"] < 0.02 and len(noise["r2_per_feature"]) == 3
+    assert 0.0 <= noise["r2"] < 0.02 and -0.05 < noise["r2_unfloored"] <= noise["r2"]
+    assert len(noise["r2_per_feature"]) == 3
+
+
+def test_a_feature_the_fit_gets_worse_than_its_mean_counts_as_zero_not_below():
+    # Arrange: feature 0 is pure noise with one huge outlier among the rows to score; feature 1
+    # is the latent itself
+    from securefl.runtime.leakage import feature_reconstruction
+
+    rng = np.random.default_rng(2)
+    latents = rng.normal(size=(200, 1))
+    noise = rng.normal(size=200)
+    features = np.column_stack([noise, latents[:, 0]])
+    # Act
+    out = feature_reconstruction(latents, features, known=0.5, seed=0)
+    # Assert: the mean floors each feature at 0, so the exact feature keeps its weight
+    per = out["r2_per_feature"]
+    assert per[1] == pytest.approx(1.0, abs=1e-6) and per[0] < 0
+    assert out["r2"] == pytest.approx((max(per[0], 0.0) + per[1]) / 2) == pytest.approx(0.5, abs=1e-6)
+    assert out["r2_unfloored"] == pytest.approx(sum(per) / 2)
 
 
 @pytest.mark.parametrize("latents, features, known, message", [
