@@ -117,7 +117,9 @@ def received(log: Iterable[Any]) -> dict[str, Any]:
     """What one party's transport delivered (a ``record=True`` log): messages, their kinds, how
     many float values they held (labels, gradients, model outputs and plain model updates could
     only be floats), and the 64-bit words (secure aggregation's masked vectors) with the share of
-    their bits that are 1 (0.5 for uniform masks)."""
+    their bits that are 1 and the share whose top two bits agree. Both are 0.5 for uniform
+    masks; unmasked fixed-point values also have about half their bits set, but small ones
+    start 00 or 11 in two's complement, so their top bits agree (about 1.0)."""
     log = list(log)
     floats = sum(int(v.size) for m in log for v in m.fields.values()
                  if isinstance(v, np.ndarray) and v.dtype.kind in "fc")
@@ -125,8 +127,11 @@ def received(log: Iterable[Any]) -> dict[str, Any]:
     words = [v for m in log for v in m.fields.values() if isinstance(v, np.ndarray) and v.dtype == np.uint64]
     count = sum(int(w.size) for w in words)
     ones = sum(int(np.unpackbits(np.ascontiguousarray(w).view(np.uint8)).sum()) for w in words)
+    agree = sum(int(((np.asarray(w) >> np.uint64(63)) == ((np.asarray(w) >> np.uint64(62)) & np.uint64(1))).sum())
+                for w in words)
     return {"messages": len(log), "float_values": floats, "uint64_words": count,
             "uint64_one_bit_rate": ones / (64 * count) if count else None,
+            "uint64_top_bits_agree": agree / count if count else None,
             "kinds": dict(Counter(f"{m.tag.stage}/{m.tag.name}" for m in log))}
 
 

@@ -104,7 +104,26 @@ def test_received_counts_the_float_values_a_transport_delivered():
     run = run_parties({"a": sender, "b": receiver}, record=True)
 
     assert received(run.logs["b"]) == {"messages": 2, "float_values": 7, "uint64_words": 3,
-                                       "uint64_one_bit_rate": 65 / 192, "kinds": {"x/ints": 1, "x/floats": 1}}
+                                       "uint64_one_bit_rate": 65 / 192, "uint64_top_bits_agree": 1.0,
+                                       "kinds": {"x/ints": 1, "x/floats": 1}}
+
+
+def test_top_bits_tell_uniform_masks_from_unmasked_fixed_point_where_the_one_bit_share_does_not():
+    from types import SimpleNamespace
+
+    from protocols.codec import Tag
+    from protocols.channels.fixedpoint import encode
+
+    rng = np.random.default_rng(5)  # test data, not key material
+    plain = encode(rng.normal(scale=0.01, size=20_000), scale_bits=24, n_summands=5)  # small updates, unmasked
+    masked = rng.integers(0, 2**64, size=20_000, dtype=np.uint64)
+    tag = Tag(0, "secagg", "masked")
+
+    plain_view = received([SimpleNamespace(tag=tag, fields={"y": plain})])
+    masked_view = received([SimpleNamespace(tag=tag, fields={"y": masked})])
+
+    assert abs(masked_view["uint64_one_bit_rate"] - 0.5) < 0.01 and abs(plain_view["uint64_one_bit_rate"] - 0.5) < 0.1
+    assert abs(masked_view["uint64_top_bits_agree"] - 0.5) < 0.02 and plain_view["uint64_top_bits_agree"] == 1.0
 
 
 def test_graded_view_pairs_each_observed_row_with_its_true_label():
