@@ -95,6 +95,8 @@ def _disagreement(store: Any, name: str, parties: tuple[str, ...], mine: dict[st
         if not isinstance(theirs, dict):
             return f"party {name!r}: the party joined as {party!r} sent an unreadable announcement"
         keys = sorted(k for k in set(want) | set(theirs) if theirs.get(k) != want.get(k))
+        if "command" in keys:  # another method: its settings differ as a matter of course
+            keys = ["command"]
         return (f"party {name!r}: the party joined as {party!r} was started with"
                 f" {', '.join(f'{k}={theirs.get(k)!r}' for k in keys)}; this party with"
                 f" {', '.join(f'{k}={want.get(k)!r}' for k in keys)}. Start every party with the same")

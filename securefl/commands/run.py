@@ -118,7 +118,8 @@ def load_dataset(args: argparse.Namespace) -> Any:
     from securefl.data import load_party_csvs, load_vertical
 
     if args.party_csv:
-        return load_party_csvs(args.party_csv, id_column=args.id_column, label_column=args.label)
+        names = args.parties if args.parties != args.option_default("parties") else None
+        return load_party_csvs(args.party_csv, id_column=args.id_column, label_column=args.label, names=names)
     return load_vertical(args.dataset or "breast_sklearn", data_dir=args.data_dir)
 
 

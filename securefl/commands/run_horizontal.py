@@ -218,7 +218,9 @@ def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
         dataset = load_csv_clients(args.csv, label=args.label, client_column=args.client_column)
     else:
         dataset = load_registered(args.dataset or DEFAULT_DATASET["gl"], kind="gl", data_dir=args.data_dir)
-    config = gl_config(args, dataset.name)
+    # a user's CSV takes the default settings whatever its file is called (a file named gl_heart.csv
+    # must not switch to heart's schedule and widths), as each --role client's run does
+    config = gl_config(args, "csv" if args.csv is not None else dataset.name)
     if args.method in ("gl", "fedavg") and config.rounds() == 0:
         print(f"note: {args.method} with one epoch and --final local sends no round (its only average would go "
               "unused), so it trains like local; --final average federates that round", file=sys.stderr)

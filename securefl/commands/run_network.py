@@ -66,12 +66,27 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(","))
 
 
+def _check_csv_names(args: argparse.Namespace) -> None:
+    """``--parties`` on one machine: a name per ``--party-csv`` file, in file order, so that the run
+    is the one a networked run under those names gives (STFL seeds a passive party by its name)."""
+    names = args.parties
+    if not all(names) or len(set(names)) != len(names):
+        raise InputError(f"--parties needs distinct, non-empty names, got {','.join(names)!r}")
+    if len(names) != len(args.party_csv):
+        raise InputError(f"--parties names {len(names)} parties for {len(args.party_csv)} --party-csv files;"
+                         " give one name per file, in file order")
+
+
 def check_args(args: argparse.Namespace) -> None:
     """One-line InputErrors for a network option that is missing, misplaced or malformed."""
     if args.role is None:
         for dest in ("peer", "parties", "timeout", "identity", "trust"):
+            if dest == "parties" and args.method in ("stfl", "he-vfl") and args.party_csv:
+                continue  # names the files' parties on one machine, as a networked run names them
             if getattr(args, dest) != args.option_default(dest):
                 raise InputError(f"--{dest} needs --role NAME (one party over the network)")
+        if args.parties != args.option_default("parties"):
+            _check_csv_names(args)
         return
     if args.method not in NETWORK_METHODS:
         raise InputError(f"--role runs one party of {', '.join(NETWORK_METHODS)}; {args.method!r} runs only"
@@ -160,10 +175,20 @@ def run_party(args: argparse.Namespace, config: Any, progress: Callable[[int, in
     role, kwargs = _active_role(table, args) if active else _passive_role(table, args)
     result, meter, seconds, peak = run_as(args, args.parties, role,
                                     {**kwargs, "config": replace(config, progress=progress)},
-                                    wait=getattr(config, "timeout", WAIT),
-                                    agree={"he": args.he} if args.method == "he-vfl" else {})
+                                    wait=getattr(config, "timeout", WAIT), agree=vertical_agreed(config))
     report = _report(args, result, meter, seconds, config)
     return finish(args, report, _line(args, report), peak)
+
+
+MACHINE_SETTINGS = frozenset({"device", "threads", "timeout", "cuda_graphs", "helper", "workers"})
+"""Settings each machine may choose for itself: where and how fast it computes, how long it waits."""
+
+
+def vertical_agreed(config: Any) -> dict[str, Any]:
+    """The STFL or HE-VFL settings every party must share: all but :data:`MACHINE_SETTINGS`.
+    A passive party's seed, learning rate or latent reading changes what it sends, and so the
+    active party's result, silently; a mismatch is stopped when the parties meet instead."""
+    return {k: v for k, v in sorted(config.settings().items()) if k not in MACHINE_SETTINGS}
 
 
 def parse_address_early(args: argparse.Namespace) -> None:

@@ -182,8 +182,10 @@ def _chfl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> 
 
 
 def _gl_agreed(config: Any) -> dict[str, Any]:
-    """The settings on which the server's round count and the clients' global layers depend."""
-    keep = ("seed", "epochs", "batches", "aggregate", "eta", "secure", "federate_bn_stats", "final_average", "shape")
+    """The settings on which the server's round count and the clients' global layers depend (a
+    client's learning rate moves the average every other client loads)."""
+    keep = ("seed", "epochs", "batches", "aggregate", "eta", "secure", "federate_bn_stats", "final_average", "shape",
+            "lr", "weight_decay")
     return {k: v for k, v in config.settings().items() if k in keep}
 
 

@@ -129,6 +129,19 @@ def test_chfl_on_a_csv_with_natural_clients_gives_each_its_other_columns(tmp_pat
     assert local["clients"][1]["unique_features"] == 3  # south: f2-f4
 
 
+def test_a_csvs_file_name_does_not_pick_a_registered_datasets_settings(tmp_path):
+    # Arrange: the same rows in a file called like the registered heart set
+    table = _table(tmp_path, clients=["north", "south"])
+    named = tmp_path / "gl_heart.csv"
+    named.write_bytes(table.read_bytes())
+    argv = ["--label", "y", "--client-column", "site", "--epochs", "1", "--batches", "1"]
+    # Act
+    _, plain = _run(["gl", "--csv", str(table), *argv], tmp_path / "a.json")
+    _, heart = _run(["gl", "--csv", str(named), *argv], tmp_path / "b.json")
+    # Assert: the same settings and widths, as each --role client with its own CSV gets
+    assert heart["settings"] == plain["settings"] and heart["metrics"] == plain["metrics"]
+
+
 def test_fedavg_federation_switches_reach_the_run(tmp_path):
     # Arrange
     table = _table(tmp_path, clients=["north", "south"])

@@ -60,11 +60,13 @@ def _start(argv, files, names, folder, port):
     (["he-vfl", "--he", "paillier", "--epochs", "1", "--all-data", "--passive-seed", "2"], 1),
 ], ids=["stfl", "stfl-3-parties", "he-vfl", "he-vfl-all-data"])
 def test_one_party_per_process_gives_the_simulations_result(tmp_path, method_args, passive):
-    # Arrange: the same files and seed, once with every file here (the names it defaults to)
+    # Arrange: the same files and seed, once with every file here (three parties: under the names the
+    # networked run gives them, since STFL seeds a passive party by its name)
     files = _party_files(tmp_path, passive, n=400 if method_args[0] == "stfl" else 200)  # Paillier: per row
-    names = ["active", "passive"] if passive == 1 else ["active", "passive1", "passive2"]
+    names = ["active", "passive"] if passive == 1 else ["hospital", "lab", "bank"]
     local, argv = tmp_path / "local.json", [method_args[0], *SETTINGS, *method_args[1:]]
-    assert main(["run", *argv, "--party-csv", *map(str, files), "--json", str(local)]) == 0
+    named = [] if passive == 1 else ["--parties", ",".join(names)]
+    assert main(["run", *argv, "--party-csv", *map(str, files), *named, "--json", str(local)]) == 0
     # Act: each party alone in its own process, over torch.distributed
     procs = _start(argv, files, names, tmp_path, free_port())
     outs = [p.communicate(timeout=180) for p in procs]
@@ -72,13 +74,14 @@ def test_one_party_per_process_gives_the_simulations_result(tmp_path, method_arg
     assert [p.returncode for p in procs] == [0] * len(procs), [o[1] for o in outs]
     want = json.loads(local.read_text())
     got = {n: json.loads((tmp_path / f"{n}.json").read_text()) for n in names}
-    assert got["active"]["metrics"] == want["metrics"]
-    assert got["active"]["bytes"] == sum(got[n]["bytes_sent"] for n in names)  # the hub of every exchange
+    active = got[names[0]]
+    assert active["metrics"] == want["metrics"]
+    assert active["bytes"] == sum(got[n]["bytes_sent"] for n in names)  # the hub of every exchange
     if method_args[0] == "stfl":
-        assert got["active"]["bytes"] == want["bytes"]
+        assert active["bytes"] == want["bytes"]
     else:  # Paillier ciphertexts are big integers whose encoded length varies by a byte or so
-        assert abs(got["active"]["bytes"] - want["bytes"]) < 1e-3 * want["bytes"]
-    assert got["active"]["settings"]["all_data"] == ("--all-data" in method_args)
+        assert abs(active["bytes"] - want["bytes"]) < 1e-3 * want["bytes"]
+    assert active["settings"]["all_data"] == ("--all-data" in method_args)
     for name in names[1:]:
         assert got[name]["role"] == "passive" and got[name]["metrics"] == {}
         assert got[name]["intersection_size"] == want["intersection_size"]
@@ -160,6 +163,37 @@ def test_ctrl_c_to_the_active_party_while_a_passive_one_pretrains_ends_it_at_onc
 
 
 @pytest.mark.multiprocess
+def test_every_stfl_and_he_vfl_setting_but_the_machines_own_must_agree():
+    from baselines.he_vfl import HEVFLConfig
+    from securefl.algorithms.stfl import STFLConfig
+    from securefl.commands.run_network import vertical_agreed
+
+    # a passive party's seed, learning rate or latents change the active party's result
+    assert vertical_agreed(STFLConfig(seed=2)) != vertical_agreed(STFLConfig(seed=9))
+    assert vertical_agreed(STFLConfig(latent="mean")) != vertical_agreed(STFLConfig())
+    assert vertical_agreed(HEVFLConfig(lr=0.1)) != vertical_agreed(HEVFLConfig())
+    # where and how fast a machine computes, and how long it waits, are its own
+    assert vertical_agreed(STFLConfig(threads=1, timeout=5.0)) == vertical_agreed(STFLConfig())
+    assert vertical_agreed(HEVFLConfig(workers=1)) == vertical_agreed(HEVFLConfig())
+
+
+@pytest.mark.multiprocess
+def test_stfl_parties_started_with_different_seeds_stop_with_the_difference(tmp_path):
+    # Arrange: a passive party's seed draws its VAE, so the active party's result would change silently
+    files = _party_files(tmp_path)
+    port = free_port()
+    base = [sys.executable, "-m", "securefl", "run", "stfl", "--peer", f"127.0.0.1:{port}", "--timeout", "60",
+            "--no-progress", "--epochs", "1"]
+    # Act
+    procs = [subprocess.Popen([*base, "--party-csv", str(path), "--role", role, "--seed", seed],
+                              stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, start_new_session=True)
+             for path, role, seed in ((files[0], "active", "2"), (files[1], "passive", "9"))]
+    errs = [p.communicate(timeout=60)[1].strip().splitlines() for p in procs]
+    # Assert
+    assert [p.returncode for p in procs] == [3, 3], errs
+    assert all(len(e) == 1 and "seed=" in e[0] for e in errs), errs
+
+
 def test_parties_started_for_different_methods_both_stop_with_the_difference(tmp_path):
     # Arrange: an STFL active party and an HE-VFL passive party would otherwise wait on each other for an hour
     files = _party_files(tmp_path)
@@ -197,7 +231,9 @@ def test_a_passive_file_with_the_label_column_is_refused_before_any_connection(t
     (["--party-csv", "A", "--role", "active", "--peer", "h:1", "--timeout", "nan"], "--timeout must be"),
     (["--party-csv", "A", "--role", "active", "--peer", "h:99999"], "invalid port"),
     (["--party-csv", "A", "B", "--peer", "h:1"], "--peer needs --role"),
-    (["--party-csv", "A", "B", "--parties", "x,y"], "--parties needs --role"),
+    (["--party-csv", "A", "B", "--parties", "x,y,z"], "--parties names 3 parties for 2 --party-csv files"),
+    (["--party-csv", "A", "B", "--parties", "x,x"], "distinct, non-empty names"),
+    (["--dataset", "breast", "--parties", "x,y"], "--parties needs --role"),
 ])
 def test_bad_network_arguments_are_one_line_errors(tmp_path, capsys, argv, message):
     files = _party_files(tmp_path)
@@ -465,3 +501,11 @@ def test_ctrl_c_while_a_peer_never_answers_the_link_handshake_ends_the_party_at_
     # Assert: one line and status 130, at once, though a thread still waits on the peer in gloo
     assert active.returncode == 130 and err.strip().splitlines() == ["securefl run: interrupted"], err
     assert took < 15
+
+
+def test_gl_clients_must_share_the_learning_rate_that_moves_every_clients_average():
+    from securefl.algorithms.gl import paper_config
+    from securefl.commands.run_network_horizontal import _gl_agreed
+
+    assert _gl_agreed(paper_config("csv", lr=0.05)) != _gl_agreed(paper_config("csv"))
+    assert _gl_agreed(paper_config("csv", select="val_loss")) == _gl_agreed(paper_config("csv"))  # its own eval
