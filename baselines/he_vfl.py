@@ -1,7 +1,7 @@
 """HE-VFL: the encrypted vertical split NN of FATE's heterogeneous NN, as two party roles.
 
 The network, initialisation, batch order and optimisers are those of
-:mod:`baselines.splitnn` (so with the same ``seed`` and ``passive_seed`` the two
+:mod:`baselines.splitnn` (so with the same ``seed``, ``passive_seed`` and ``share_seed`` the two
 reach the same weights, up to fixed-point / CKKS error); only the interactive
 layer's passive half runs through the secure two-party protocol of
 :mod:`protocols.interactive`. One passive party, as in the STFL paper's FATE baseline.
@@ -17,12 +17,14 @@ passive party. Evaluation runs forward only, on the test rows. The active party'
 model and loop are in :mod:`baselines.he_vfl_active`.
 
 What the passive party learns: the intersection, which positions are trained on
-(it has to back-propagate them) and, by elimination, which are not; never labels,
-predictions or the active party's features. The active party learns the
-interactive layer's output z for each batch, never a: the passive party draws its
-share of the initial interactive weights itself (``passive_seed``, by default from
-the OS) and sends them masked, so the active party never holds the weights that
-map a to z.
+(it has to back-propagate them) and, by elimination, which are not, and dL/da for
+each of its training rows, from which the labels follow (``benchmarks.leakage``);
+never predictions or the active party's features. The active party learns the
+interactive layer's output z for each batch, never a. Neither holds the weights
+that map a to z: each party draws a share of their initial value (``passive_seed``,
+``share_seed``; by default each from the OS) and the passive party sends its share
+masked, so W = W_P + R, and neither can solve z = a @ W or dL/da = dz @ W.T for
+the other's side.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from baselines.splitnn import (DTYPE, active_interactive_init, batches, bottom_model, interactive_bound,
-                               loss_and_logits, top_model)
+from baselines.splitnn import (DTYPE, active_interactive_init, active_share, batches, bottom_model, loss_and_logits,
+                               share_bound, top_model)
 from protocols.codec import Tag
 from protocols.interactive import ActiveInteractive
 from protocols.transport import Transport
@@ -59,12 +59,15 @@ def active_model(transport: Transport, passive: str, n_features: int, config: HE
     layer = ActiveInteractive(transport, passive=passive, n_out=n_out, config=config.interactive_config())
     held: dict[str, Any] = {}
 
-    def init_bound(bottom_passive: int) -> float:  # the passive party draws its weights within it
+    def init_bound(bottom_passive: int) -> float:  # each party draws its share of the initial W within it
         held["widths"] = config.active_widths(n_features, bottom_passive)
         held["w_active"], held["bias"] = active_interactive_init(held["widths"], config.seed)
-        return interactive_bound(held["widths"])
+        return share_bound(held["widths"])
 
-    layer.setup(init_bound)
+    def share(n_in: int, bound: float) -> np.ndarray:  # this party's share: the passive party never sees it
+        return active_share((n_in, held["widths"].interactive), bound, config.share_seed)
+
+    layer.setup(init_bound, share=share)
     widths = held["widths"]
     return ActiveModel(bottom_model(n_features, widths.bottom_active, config.seed, "active", device),
                        tensor(held["w_active"], device).requires_grad_(True),

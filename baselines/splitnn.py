@@ -57,9 +57,10 @@ class SplitNNConfig:
     """Training settings shared by the split NN and HE-VFL (paper defaults).
 
     ``progress`` (optional, local only) is called as ``progress(epoch, total)`` after
-    each training epoch, e.g. to drive a progress bar. ``passive_seed``: the passive
-    party's initial interactive weights (:func:`passive_weights`); None: in HE-VFL drawn
-    from the OS, so the active party cannot know them, and here from ``seed``.
+    each training epoch, e.g. to drive a progress bar. The passive half of the initial
+    interactive weights is the sum of two shares (:func:`interactive_init`): the passive
+    party's, from ``passive_seed``, and the active party's, from ``share_seed``. None: in
+    HE-VFL each drawn from the OS, so that the other party cannot know it; here from ``seed``.
     """
 
     epochs: int = 100
@@ -73,6 +74,7 @@ class SplitNNConfig:
     interactive: int | None = None
     top: int | None = None
     passive_seed: int | None = None
+    share_seed: int | None = None
     progress: Progress | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -85,8 +87,9 @@ class SplitNNConfig:
         for name in ("bottom_active", "bottom_passive", "interactive", "top"):
             check.positive_int(owner, name, getattr(self, name), optional=True)
         check.seed(owner, self.seed)
-        if self.passive_seed is not None:
-            check.seed(owner, self.passive_seed, name="passive_seed")
+        for name in ("passive_seed", "share_seed"):
+            if getattr(self, name) is not None:
+                check.seed(owner, getattr(self, name), name=name)
         check.device(owner, self.device)
 
     def widths(self, n_active: int, n_passive: int) -> Widths:
@@ -136,16 +139,25 @@ def interactive_bound(widths: Widths) -> float:
     return 1.0 / math.sqrt(widths.bottom_active + widths.bottom_passive)
 
 
-def interactive_init(widths: Widths, seed: int, passive_seed: int | None = None
+def share_bound(widths: Widths) -> float:
+    """The bound of each of the two shares whose sum is the passive half of the initial interactive
+    weights: interactive_bound / sqrt(2), so that the sum has the variance of one U(+-interactive_bound)."""
+    return interactive_bound(widths) / math.sqrt(2.0)
+
+
+def interactive_init(widths: Widths, seed: int, passive_seed: int | None = None, share_seed: int | None = None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(W_active, W_passive, bias) of the interactive layer, as one Linear over [a_active, a_passive].
 
-    W_passive is the passive party's own draw (:func:`passive_weights`, from ``passive_seed``,
-    or ``seed`` when None); the rest is the active party's, from ``init:interactive``.
+    W_passive is the sum of the passive party's share (:func:`passive_weights`, from
+    ``passive_seed``) and the active party's (:func:`active_share`, from ``share_seed``),
+    each from ``seed`` when None, as HE-VFL's two parties draw them (neither knows the sum);
+    the rest is the active party's, from ``init:interactive``.
     """
     w_active, bias = active_interactive_init(widths, seed)
-    w_passive = passive_weights((widths.bottom_passive, widths.interactive), interactive_bound(widths),
-                                seed if passive_seed is None else passive_seed)
+    shape, bound = (widths.bottom_passive, widths.interactive), share_bound(widths)
+    w_passive = (passive_weights(shape, bound, seed if passive_seed is None else passive_seed)
+                 + active_share(shape, bound, seed if share_seed is None else share_seed))
     return w_active, w_passive, bias
 
 
@@ -155,6 +167,15 @@ def active_interactive_init(widths: Widths, seed: int) -> tuple[np.ndarray, np.n
     layer = _init_linear(nn.Linear(fan_in, widths.interactive, dtype=DTYPE),
                          SeedPlan(seed).torch("init:interactive"))
     return layer.weight.detach().numpy().T[:widths.bottom_active].copy(), layer.bias.detach().numpy().copy()
+
+
+def active_share(shape: tuple[int, int], bound: float, seed: int | None) -> np.ndarray:
+    """The active party's share of the passive half of the initial interactive weights,
+    U(-bound, bound): from the OS when ``seed`` is None (HE-VFL's default: the passive party
+    must not know it), else repeatable from ``init:interactive:share``."""
+    gen = (SeedPlan(seed).torch("init:interactive:share") if seed is not None
+           else torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little")))
+    return (torch.rand(shape, generator=gen, dtype=DTYPE) * 2 * bound - bound).numpy()
 
 
 def passive_weights(shape: tuple[int, int], bound: float, seed: int | None) -> np.ndarray:
@@ -244,7 +265,7 @@ class _Reference:
 def _build(config: SplitNNConfig, n_active: int, n_passive: int, device: torch.device) -> _Reference:
     widths = config.widths(n_active, n_passive)
     w_a, w_p, bias = (torch.tensor(v, dtype=DTYPE, device=device, requires_grad=True)
-                      for v in interactive_init(widths, config.seed, config.passive_seed))
+                      for v in interactive_init(widths, config.seed, config.passive_seed, config.share_seed))
     return _Reference(bottom_model(n_active, widths.bottom_active, config.seed, "active", device),
                       bottom_model(n_passive, widths.bottom_passive, config.seed, "passive", device),
                       w_a, w_p, bias, top_model(widths, config.seed, device))
@@ -310,6 +331,6 @@ def run_splitnn(split: VerticalSplit, config: SplitNNConfig | None = None) -> di
     return result
 
 
-__all__ = ["DTYPE", "Progress", "SplitNNConfig", "Widths", "active_interactive_init", "batch_positions", "batches",
-           "bottom_model", "interactive_bound", "interactive_init", "loss_and_logits", "passive_weights",
-           "run_splitnn", "standardizer", "top_model", "train_splitnn", "weights_of"]
+__all__ = ["DTYPE", "Progress", "SplitNNConfig", "Widths", "active_interactive_init", "active_share", "batch_positions",
+           "batches", "bottom_model", "interactive_bound", "interactive_init", "loss_and_logits", "passive_weights",
+           "run_splitnn", "share_bound", "standardizer", "top_model", "train_splitnn", "weights_of"]

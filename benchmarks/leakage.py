@@ -68,7 +68,7 @@ def he_vfl_view(split: Any, config: Config, seed: int) -> list[tuple[np.ndarray,
     ds = split.dataset
     bound = {"activation_bound": ACTIVATION_BOUND[ds.name]} if ds.name in ACTIVATION_BOUND else {}
     steps, observe = graded_view(dict(zip(ds.active.ids, ds.active.labels)), ds.passive[0].ids)
-    run_he_vfl(split, HEVFLConfig(he=config.he, seed=seed, passive_seed=seed, max_steps=config.steps,
+    run_he_vfl(split, HEVFLConfig(he=config.he, seed=seed, passive_seed=seed, share_seed=seed, max_steps=config.steps,
                                   max_eval_batches=1, **bound), observe=observe)  # repeatable by seed
     return steps
 

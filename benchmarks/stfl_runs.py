@@ -63,9 +63,10 @@ def he_vfl_config(split: VerticalSplit, cfg: Any, seed: int, he: str) -> Any:
     from baselines.he_vfl import HEVFLConfig
 
     extra = {"activation_bound": ACTIVATION_BOUND[split.dataset.name]} if split.dataset.name in ACTIVATION_BOUND else {}
-    # passive_seed: the passive party's initial weights repeatable, and those of the split NN whose
+    # passive_seed, share_seed: both shares of the initial weights repeatable, and those of the split NN whose
     # accuracy stands for an extrapolated run (HE-VFL's default draws them from the OS)
-    return HEVFLConfig(he=he, epochs=cfg.epochs, seed=seed, passive_seed=seed, device=cfg.device, **extra)
+    return HEVFLConfig(he=he, epochs=cfg.epochs, seed=seed, passive_seed=seed, share_seed=seed, device=cfg.device,
+                       **extra)
 
 
 def run_he_vfl_row(split: VerticalSplit, cfg: Any, seed: int, he: str) -> dict[str, Any]:

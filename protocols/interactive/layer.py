@@ -7,6 +7,8 @@ holds the noise-masked weights ``W~`` (n x m). Neither knows the true weights
 
     W = W~ - eps_acc                                    (the invariant)
 
+(each holds one share of the initial W, see Set-up)
+
 (FATE keeps the same invariant with the opposite sign, W = W~ + acc_noise) and the
 layer computes ``z = a @ W`` for the active party. Messages per step
 (``Tag(step, stage, name)``; [.] = encrypted under the passive party's key):
@@ -38,12 +40,15 @@ only masked by eps_w / lr), so it cannot be applied under this masking. FATE doe
 the same (its interactive layer is a numpy dense layer updated with
 ``interactive_layer_lr``); the bottom and top models keep their own optimiser.
 Set-up: P sends its public context (``hello``); A answers with n_out and the public
-bound of the initial weights (``ready``); P draws the initial W (its own randomness,
-within that bound) and a first noise eps_acc ~ U(-noise_scale, noise_scale) from the
-OS, and sends ``init``: W~ = W + eps_acc. So A never holds W, not even at the first
-step. FATE starts eps_acc at zero with weights the active party drew, which hands it
-``z = a @ W`` with W known: ``a`` itself wherever n_out >= n_in, and otherwise with
-what else it knows of the passive party's model.
+bound of each share of the initial weights (``ready``); P draws its share W_P (its own
+randomness, within that bound) and a first noise eps_acc ~ U(-noise_scale, noise_scale)
+from the OS, and sends ``init``: W_P + eps_acc; A adds its own share R (within the same
+bound; from the OS unless its caller seeds it), so W~ = W_P + R + eps_acc and the initial
+W = W_P + R. Neither party ever holds W. FATE starts eps_acc at zero with weights the
+active party drew, which hands it ``z = a @ W`` with W known: ``a`` itself wherever
+n_out >= n_in. The opposite, P drawing all of W (as this layer did until 2026-11-27),
+hands P W and, from the dL/da it decrypts, ``dz = dL/da @ pinv(W.T)`` wherever
+n_in >= n_out, so every later W (it knows ``a``) and A's masks as well.
 
 What each party sees: P sees only masked values (z + eps_s, dL/dW + eps_s') and its
 own dL/da; A sees [a], z, W~ and the gradient masked by eps_w / lr; only public HE
@@ -216,7 +221,9 @@ def _check_width(peer: str, name: str, value: Any, other: int) -> None:
 InitialWeights = Callable[[int, float], np.ndarray]
 """The passive party's draw of the initial W: (n_out, bound) -> (n_in x n_out) within +-bound."""
 InitialBound = Callable[[int], float]
-"""The active party's public bound of the initial W, given the passive party's n_in."""
+"""The active party's public bound of each share of the initial W, given the passive party's n_in."""
+InitialShare = Callable[[int, float], np.ndarray]
+"""The active party's share of the initial W: (n_in, bound) -> (n_in x n_out) within +-bound."""
 
 
 class PassiveInteractive:
@@ -234,9 +241,10 @@ class PassiveInteractive:
         return Tag(step, self.stage, name)
 
     def setup(self, init: InitialWeights) -> int:
-        """Make keys, send the public context, learn n_out, send W~ = init(...) + eps_acc; returns n_out.
+        """Make keys, send the public context, learn n_out, send init(...) + eps_acc; returns n_out.
 
-        ``init(n_out, bound)`` draws the initial weights; only this party ever sees them.
+        ``init(n_out, bound)`` draws this party's share of the initial weights; only it ever
+        sees that share, and the active party adds its own.
         """
         key = self.config.make_key()
         self.t.send(self.active, self._tag(0, "hello"), scheme=self.config.he,
@@ -296,8 +304,10 @@ class ActiveInteractive:
     def _tag(self, step: int, name: str) -> Tag:
         return Tag(step, self.stage, name)
 
-    def setup(self, init_bound: InitialBound) -> int:
-        """Receive the public context, announce n_out and ``init_bound(n_in)``, receive W~; returns n_in."""
+    def setup(self, init_bound: InitialBound, share: InitialShare | None = None) -> int:
+        """Receive the public context, announce n_out and ``init_bound(n_in)``, receive the passive
+        party's masked share and add this party's, ``share(n_in, bound)`` (default: uniform within
+        the bound from the OS), to make W~; returns n_in."""
         hello = self.t.recv(self.passive, self._tag(0, "hello"))
         scheme, packed, n_in = hello["scheme"], hello["packed"], hello["n_in"]
         if scheme != self.config.he or packed is not self.config.packed_ckks:
@@ -317,7 +327,9 @@ class ActiveInteractive:
             raise InputError(f"the initial-weight bound must be a positive finite number, got {bound!r}")
         self.t.send(self.passive, self._tag(0, "ready"), n_out=self.n_out, init_bound=bound)
         init = self.t.recv(self.passive, self._tag(0, "init"))
-        self.weight = peer_array(init.fields, "weight", (n_in, self.n_out), "initial W~").copy()
+        theirs = peer_array(init.fields, "weight", (n_in, self.n_out), "initial W~")
+        mine = os_uniform(bound, theirs.shape) if share is None else share(n_in, bound)
+        self.weight = theirs + _matrix("initial weight share", mine, theirs.shape)
         self.engine.prepare_forward(self.weight)
         return n_in
 

@@ -126,9 +126,10 @@ def _stfl_vs_he_vfl(epochs: int) -> dict[str, Any]:
     active, passive = split.dataset.active, split.dataset.passive[0]
     steps, observe = graded_view(dict(zip(active.ids, active.labels)), passive.ids)
 
-    # latent_seed, passive_seed: the same latent draws and initial weights every time, so the demo repeats
+    # latent_seed, passive_seed, share_seed: the same latent draws and initial weights every time, so the
+    # demo repeats
     out = {"stfl": run_stfl(split, STFLConfig(epochs=epochs, vae_epochs=epochs, latent_seed=0), record=True),
-           "he-vfl (ckks)": run_he_vfl(split, HEVFLConfig(he="ckks", epochs=epochs, passive_seed=0),
+           "he-vfl (ckks)": run_he_vfl(split, HEVFLConfig(he="ckks", epochs=epochs, passive_seed=0, share_seed=0),
                                        observe=observe)}
     print(f"[4] STFL vs HE-VFL (CKKS), breast cancer, {epochs} epochs, same split:")
     for name, r in out.items():

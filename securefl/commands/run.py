@@ -83,8 +83,11 @@ def add_parser(subparsers: Any) -> None:
                         " (default: drawn from the OS, so that the active party cannot recompute the noise)")
     p.add_argument("--he", choices=("ckks", "paillier"), default="ckks", help="HE-VFL: encryption scheme")
     p.add_argument("--passive-seed", type=int, default=None,
-                   help="HE-VFL: seed of the passive party's initial interactive weights, to repeat a run"
-                        " (default: drawn from the OS, so that the active party cannot know them)")
+                   help="HE-VFL: seed of the passive party's share of the initial interactive weights, to"
+                        " repeat a run (default: drawn from the OS, so that the active party cannot know it)")
+    p.add_argument("--share-seed", type=int, default=None,
+                   help="HE-VFL: seed of the active party's share of the initial interactive weights, to"
+                        " repeat a run (default: drawn from the OS, so that the passive party cannot know it)")
     p.add_argument("--all-data", action="store_true", help="train on self-taught + train rows (not STFL)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] for model computation")
     p.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
@@ -221,7 +224,7 @@ def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[
     if method == "he-vfl":
         from baselines.he_vfl import HEVFLConfig
 
-        return HEVFLConfig(he=args.he, passive_seed=args.passive_seed, **common)
+        return HEVFLConfig(he=args.he, passive_seed=args.passive_seed, share_seed=args.share_seed, **common)
     from securefl.algorithms.stfl import STFLConfig
 
     return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs is not False,

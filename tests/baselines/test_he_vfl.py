@@ -43,7 +43,8 @@ def _weights(run: RunResult) -> dict[str, np.ndarray]:
 def test_training_through_the_protocol_equals_plaintext_training(he: str) -> None:
     # Arrange: the passive party's initial interactive weights from a seed both runs are given
     split = tiny_split(rows=50)
-    config = HEVFLConfig(he=he, epochs=2, batch_size=8, lr=0.01, interactive_lr=0.5, passive_seed=11, **TINY,
+    config = HEVFLConfig(he=he, epochs=2, batch_size=8, lr=0.01, interactive_lr=0.5, passive_seed=11, share_seed=12,
+                         **TINY,
                          **SMALL_KEYS)
 
     run = _roles(split, config)
@@ -91,9 +92,9 @@ def test_the_observer_sees_the_gradients_the_passive_party_decrypts_which_leak_t
 
     split = tiny_split(rows=60)
     active, passive = split.dataset.active, split.dataset.passive[0]
-    # the paper's widths (TINY's ReLUs scatter dL/da); passive_seed: the initial weights repeat, so
+    # the paper's widths (TINY's ReLUs scatter dL/da); passive_seed, share_seed: the initial weights repeat, so
     # the steps attacked are the same every run
-    config = HEVFLConfig(he="ckks", epochs=2, batch_size=12, passive_seed=0)
+    config = HEVFLConfig(he="ckks", epochs=2, batch_size=12, passive_seed=0, share_seed=0)
     seen: list[tuple[int, np.ndarray, np.ndarray]] = []
     # Act
     run = run_parties({"active": he_vfl_active, "passive": he_vfl_passive},
@@ -132,7 +133,7 @@ def test_max_steps_and_progress() -> None:
 @pytest.mark.multiprocess
 def test_roles_run_in_separate_processes() -> None:
     split = tiny_split(rows=40)
-    config = HEVFLConfig(he="paillier", epochs=1, batch_size=8, passive_seed=3, **TINY, **SMALL_KEYS)
+    config = HEVFLConfig(he="paillier", epochs=1, batch_size=8, passive_seed=3, share_seed=4, **TINY, **SMALL_KEYS)
     ticks: list[tuple[int, int]] = []
 
     result = run_he_vfl(split, replace(config, progress=lambda done, total: ticks.append((done, total))),

@@ -77,6 +77,7 @@ def test_stfl_reports_bytes_sent_between_parties(tmp_path):
     (["--cuda-graphs"], "--cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
     (["--no-cuda-graphs"], "--no-cuda-graphs applies to stfl, hierarchical and centralized on a CUDA --device"),
     (["--passive-seed", "3"], "--passive-seed applies to he-vfl"),
+    (["--share-seed", "3"], "--share-seed applies to he-vfl"),
     (["--latent", "mean", "--latent-seed", "3"], "--latent-seed applies to stfl with --latent sample"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):
@@ -205,10 +206,10 @@ def test_ctrl_c_while_the_libraries_load_is_one_line(monkeypatch, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["stfl"], "passive party 'passive': VAE pretraining diverged"),
-    # --passive-seed: the same initial weights, so divergence comes at the same step every run
-    (["he-vfl", "--he", "ckks", "--batch-size", "16", "--passive-seed", "0"],
+    # --passive-seed, --share-seed: the same initial weights, so divergence comes at the same step every run
+    (["he-vfl", "--he", "ckks", "--batch-size", "16", "--passive-seed", "0", "--share-seed", "0"],
      "passive party 'passive', step 2: |value|"),
-    (["he-vfl", "--he", "paillier", "--batch-size", "16", "--passive-seed", "0"],  # Paillier's cost is per row
+    (["he-vfl", "--he", "paillier", "--batch-size", "16", "--passive-seed", "0", "--share-seed", "0"],
      "training is likely diverging: a lower learning rate may help"),
 ])
 def test_a_diverging_run_is_named_as_such(capsys, argv, message):

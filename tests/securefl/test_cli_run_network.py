@@ -55,9 +55,9 @@ def _start(argv, files, names, folder, port):
     # --latent-seed: the passive parties' latent draws repeat
     (["stfl", "--latent-seed", "1"], 1),
     (["stfl", "--latent-seed", "1"], 2),
-    # exact fixed point: the masks cancel exactly; --passive-seed: the passive party's initial weights repeat
-    (["he-vfl", "--he", "paillier", "--epochs", "1", "--passive-seed", "2"], 1),
-    (["he-vfl", "--he", "paillier", "--epochs", "1", "--all-data", "--passive-seed", "2"], 1),
+    # exact fixed point: the masks cancel exactly; --passive-seed, --share-seed: the initial weights repeat
+    (["he-vfl", "--he", "paillier", "--epochs", "1", "--passive-seed", "2", "--share-seed", "3"], 1),
+    (["he-vfl", "--he", "paillier", "--epochs", "1", "--all-data", "--passive-seed", "2", "--share-seed", "3"], 1),
 ], ids=["stfl", "stfl-3-parties", "he-vfl", "he-vfl-all-data"])
 def test_one_party_per_process_gives_the_simulations_result(tmp_path, method_args, passive):
     # Arrange: the same files and seed, once with every file here (three parties: under the names the

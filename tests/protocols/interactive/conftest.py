@@ -42,9 +42,10 @@ def passive_role(t: Transport, *, config: InteractiveConfig, batches: list[Batch
 
 
 def active_role(t: Transport, *, config: InteractiveConfig, batches: list[Batch],
-                w0: np.ndarray) -> dict[str, Any]:
+                w0: np.ndarray, r0: np.ndarray | None = None) -> dict[str, Any]:
     layer = ActiveInteractive(t, passive="passive", n_out=w0.shape[1], config=config)
-    layer.setup(lambda n_in: 1.0)
+    share = np.zeros_like(w0) if r0 is None else r0  # the active party's share: W = w0 + r0
+    layer.setup(lambda n_in: 1.0, share=lambda n_in, bound: share)
     initial = layer.weight.copy()
     outputs = []
     for step, batch in enumerate(batches, start=1):
@@ -55,10 +56,12 @@ def active_role(t: Transport, *, config: InteractiveConfig, batches: list[Batch]
 
 
 def run_layer(config: InteractiveConfig, batches: list[Batch], w0: np.ndarray, *,
-              record: bool = False) -> RunResult:
+              record: bool = False, r0: np.ndarray | None = None) -> RunResult:
+    """The two roles; the passive party's share of the initial W is ``w0``, the active party's
+    ``r0`` (default zeros, so that W = w0)."""
     return run_parties({"passive": passive_role, "active": active_role}, record=record,
                        kwargs={"passive": {"config": config, "batches": batches, "w0": w0},
-                               "active": {"config": config, "batches": batches, "w0": w0}})
+                               "active": {"config": config, "batches": batches, "w0": w0, "r0": r0}})
 
 
 def reference(batches: list[Batch], w0: np.ndarray, lr: float) -> tuple[list, list, np.ndarray]:

@@ -34,6 +34,30 @@ def test_one_step_matches_numpy(scheme: str) -> None:
     assert np.abs(passive["noise"]).max() > 0.01
 
 
+@pytest.mark.parametrize("scheme", ["paillier", "ckks"])
+def test_with_both_shares_of_w_the_passive_party_cannot_solve_for_dz(scheme: str) -> None:
+    # Arrange: n_in >= n_out, where dL/da = dz @ W.T gives dz away to whoever holds W
+    rng = np.random.default_rng(4)
+    batches = make_batches(rng, n_in=10, n_out=5, rows=[8, 6], train=[True, True])
+    w0, r0 = rng.uniform(-0.3, 0.3, size=(10, 5)), rng.uniform(-0.3, 0.3, size=(10, 5))
+    config = CONFIGS[scheme]
+    # Act
+    shared = run_layer(config, batches, w0, r0=r0)
+    alone = run_layer(config, batches, w0 + r0)  # the passive party drew all of W
+    # Assert: the layer computes with W = w0 + r0 ...
+    z, da, _ = reference(batches, w0 + r0, config.lr)
+    tol = TOLERANCE[scheme]
+    assert np.allclose(shared.results["active"]["outputs"][0], z[0], atol=tol, rtol=0)
+    assert np.allclose(shared.results["passive"]["grads"][0], da[0], atol=tol, rtol=0)
+    # ... and the passive party, holding only its share w0, solves for dz no better than guessing,
+    # where holding all of W it solved for it exactly
+    def solved(grads, w):
+        return grads[0] @ np.linalg.pinv(w.T)
+    dz = batches[0].dz
+    assert np.abs(solved(alone.results["passive"]["grads"], w0 + r0) - dz).max() < 1e-6
+    assert np.abs(solved(shared.results["passive"]["grads"], w0) - dz).max() > 0.5 * np.abs(dz).max()
+
+
 @pytest.mark.parametrize("noise_scale, helper, z_tol, da_tol", [
     (1.0, False, 1e-6, 1e-6),
     (1024.0, False, 1e-3, 1e-5),  # FATE's scale: eps_acc passes the context's limit of 512 by step 2
