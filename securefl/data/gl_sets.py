@@ -171,16 +171,29 @@ def _encode_features(train: pd.DataFrame, *held_out: pd.DataFrame) -> list[np.nd
     outs = [np.zeros(frame.shape, np.float32) for frame in frames]
     if ordinal:
         enc = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1, encoded_missing_value=-1)
-        enc.fit(train[ordinal].astype(str))
+        by_value = [c for c in ordinal if pd.api.types.is_numeric_dtype(train[c])]  # integer and bool codes
+        enc.fit(_ordinal_values(train, ordinal, by_value))
         pos = [train.columns.get_loc(c) for c in ordinal]
         for out, frame in zip(outs, frames):
-            out[:, pos] = enc.transform(frame[ordinal].astype(str))
+            out[:, pos] = enc.transform(_ordinal_values(frame, ordinal, by_value))
     if numeric:
         scaler = _fit_scaler(StandardScaler(), train[numeric].to_numpy(np.float64))
         pos = [train.columns.get_loc(c) for c in numeric]
         for out, frame in zip(outs, frames):
             out[:, pos] = np.nan_to_num(scaler.transform(frame[numeric].to_numpy(np.float64)))
     return outs
+
+
+def _ordinal_values(frame: pd.DataFrame, columns: Sequence[str], by_value: Sequence[str]) -> pd.DataFrame:
+    """``frame``'s ordinal ``columns`` as the encoder reads them: those in ``by_value`` (integer and
+    bool codes in the training rows) as numbers, so codes follow their numeric order as scikit-learn's
+    OrdinalEncoder gives them (as text, 100 came before 94 and month 10 before month 2); the others
+    as text. A held-out cell that is not a number there is missing (-1)."""
+    out = pd.DataFrame(index=frame.index)
+    for c in columns:
+        out[c] = pd.to_numeric(frame[c], errors="coerce").astype(np.float64) if c in by_value \
+            else frame[c].astype(str)
+    return out
 
 
 def _fit_scaler(scaler, values: np.ndarray):

@@ -48,6 +48,17 @@ def test_encoders_are_fitted_on_the_clients_training_rows_only():
     assert data.classes == ("a", "b") and data.y_test.tolist() == [1] and data.dropped_test_rows == 1
 
 
+def test_integer_codes_are_numbered_in_numeric_order_as_sklearn_does():
+    # Arrange: months 1..12 and blood pressures around 100, which as text sort 10 < 2 and 100 < 94
+    train = pd.DataFrame({"month": list(range(1, 13)), "bp": [94, 100, 120, 99] * 3, "label": ["a", "b"] * 6})
+    test = pd.DataFrame({"month": [2, 10], "bp": [99, 120], "label": ["a", "b"]})
+    # Act
+    data = encode_client(ClientTable("k", "label", train, test))
+    # Assert: scikit-learn's OrdinalEncoder on the numbers
+    assert data.x_train[:, 0].tolist() == list(range(12))
+    assert data.x_test.tolist() == [[1.0, 1.0], [9.0, 3.0]]  # bp codes: 94 -> 0, 99 -> 1, 100 -> 2, 120 -> 3
+
+
 @pytest.mark.parametrize("seed", [2**32, -1])
 def test_a_seed_sklearn_cannot_split_with_is_one_line(seed):
     full = _toy(n=60).drop(columns="site")
