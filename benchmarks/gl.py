@@ -130,9 +130,11 @@ def summarise(name: str, runs: list[dict[str, Any]], config: GLConfig, args: arg
     """Table 2 against the authors' results, parameter counts and secure-vs-plain aggregation timing."""
     params = parameter_counts(name, config, args.data_dir)
     n_clients, rounds = len(params["ours"]), 2 if args.quick else 3
-    fedavg = next(r for r in runs if r["method"] == "fedavg")
-    sizes = {"gl (global layers)": next(iter(params["ours"].values()))["federated_gl"],
-             "fedavg (whole model)": next(iter(fedavg["metrics"]["clients"].values()))["federated_parameters"]}
+    def sent(method: str) -> int:  # the values a client averages: parameters and batch-norm statistics
+        run = next(r for r in runs if r["method"] == method)
+        return next(iter(run["metrics"]["clients"].values()))["federated_parameters"]
+
+    sizes = {"gl (global layers)": sent("gl"), "fedavg (whole model)": sent("fedavg")}
     timing = {kind: {"values": n, **{mode: aggregation_seconds(n, n_clients, secure=mode == "secure", rounds=rounds)
                                      for mode in ("secure", "plain")}} for kind, n in sizes.items()}
     return rederive(name, {

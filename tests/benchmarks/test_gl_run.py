@@ -73,3 +73,8 @@ def test_averaging_is_timed_secure_and_plain_for_both_federated_vectors(heart_ru
     assert set(timing) == {"gl (global layers)", "fedavg (whole model)"}
     assert timing["gl (global layers)"]["values"] < timing["fedavg (whole model)"]["values"]
     assert all(t["secure"] > 0 and t["plain"] > 0 for t in timing.values())
+    # the vector timed is the one a client sends: the global layers' parameters and batch-norm statistics
+    sent = {r["method"]: next(iter(r["metrics"]["clients"].values()))["federated_parameters"]
+            for r in result["datasets"]["gl_heart"]["runs"]}
+    assert timing["gl (global layers)"]["values"] == sent["gl"] > result["datasets"]["gl_heart"]["parameters"][
+        "ours"][next(iter(result["datasets"]["gl_heart"]["parameters"]["ours"]))]["federated_gl"]
