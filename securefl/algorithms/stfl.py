@@ -10,9 +10,9 @@ Passive party (:func:`stfl_passive`):
      the active party holds but another passive party lacks count as self-taught too).
   2. Standardise with statistics of the self-taught rows only; pretrain a VAE
      (eq. 5, see :mod:`securefl.models.vae`) on them; drop the decoder, freeze the encoder.
-  3. Send the posterior means ``mu`` of its intersecting rows (or, with
-     ``latent="sample"``, one posterior draw per row), in PSI order, to the
-     active party over a :class:`~protocols.channels.SecureChannel`.
+  3. Send one posterior draw per intersecting row (``latent="sample"``, the default;
+     with ``latent="mean"`` the posterior means ``mu``), in PSI order, to the active
+     party over a :class:`~protocols.channels.SecureChannel`.
 Active party (:func:`stfl_active`): PSI with every passive party, receive their
 latents, train an MLP on ``[own features, latents of every passive party]`` for its
 training rows (scaler fitted on those rows), evaluate on its test rows.
@@ -64,7 +64,7 @@ class STFLConfig(TrainConfig):
     default: the paper's "latent vector z", drawn once per row) or the posterior mean
     (``"mean"``). Draws are the default because they are the paper's method and give
     less away: features rebuilt from them by a linear attacker who knows 10% of the rows
-    score R² 0.30 / 0.35 / 0.03 on cancer / payment / credit against 0.76 / 0.72 / 0.23
+    score R² 0.32 / 0.35 / 0.03 on cancer / payment / credit against 0.76 / 0.72 / 0.29
     from means (benchmarks/results/latent_leakage.md). That noise is the model's own,
     not a privacy mechanism with a guarantee. ``latent_seed`` seeds the draws, to
     repeat a run; by default (None) each passive party seeds its generator from the OS,

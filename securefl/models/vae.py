@@ -10,13 +10,12 @@ negative log-likelihood is ``0.5 * ||x - x_hat||^2`` up to a constant (an MSE
 reconstruction term, suited to standardised real-valued features). Both terms are
 summed over features and averaged over the batch.
 
-After pretraining :meth:`VAE.encoder` returns a frozen copy of the mean path
-x -> mu only: the decoder and the log-variance head stay behind, and the latent
-representation a party shares is the posterior mean (deterministic, so the active
-party's classifier sees the same input for a row every epoch). The paper says only
-that "the latent vector z" is sent, which could also be read as one draw from the
-posterior: :meth:`VAE.sampler` keeps both heads for that reading (STFL's
-``latent="sample"``), one draw per row.
+After pretraining the decoder stays behind. :meth:`VAE.sampler` keeps both encoder
+heads and gives one posterior draw per row: the paper's "latent vector z" and what an
+STFL passive party sends by default (``latent="sample"``). :meth:`VAE.encoder` returns
+a frozen copy of the mean path x -> mu only, for ``latent="mean"`` (deterministic, so
+the active party's classifier sees the same input for a row every epoch, but it gives
+more of the features away: ``benchmarks/results/latent_leakage.md``).
 """
 
 from __future__ import annotations
