@@ -169,25 +169,28 @@ def active_interactive_init(widths: Widths, seed: int) -> tuple[np.ndarray, np.n
     return layer.weight.detach().numpy().T[:widths.bottom_active].copy(), layer.bias.detach().numpy().copy()
 
 
-def active_share(shape: tuple[int, int], bound: float, seed: int | None) -> np.ndarray:
-    """The active party's share of the passive half of the initial interactive weights,
-    U(-bound, bound): from the OS when ``seed`` is None (HE-VFL's default: the passive party
-    must not know it), else repeatable from ``init:interactive:share``."""
-    gen = (SeedPlan(seed).torch("init:interactive:share") if seed is not None
+def _uniform(shape: tuple[int, int], bound: float, seed: int | None, stream: str) -> np.ndarray:
+    """U(-bound, bound): from a generator seeded by the OS when ``seed`` is None, so that nobody
+    who knows the run's other seeds can recompute it; else repeatable from ``stream``."""
+    gen = (SeedPlan(seed).torch(stream) if seed is not None
            else torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little")))
     return (torch.rand(shape, generator=gen, dtype=DTYPE) * 2 * bound - bound).numpy()
 
 
+def active_share(shape: tuple[int, int], bound: float, seed: int | None) -> np.ndarray:
+    """The active party's share of the passive half of the initial interactive weights, U(-bound,
+    bound): from the OS when ``seed`` is None (HE-VFL's default: the passive party must not know it)."""
+    return _uniform(shape, bound, seed, "init:interactive:share")
+
+
 def passive_weights(shape: tuple[int, int], bound: float, seed: int | None) -> np.ndarray:
-    """The passive party's initial interactive weights, U(-bound, bound).
+    """The passive party's share of the initial interactive weights, U(-bound, bound).
 
     ``seed`` None draws them from a generator seeded by the OS, so that nobody who knows
     the run's other seeds can recompute them (HE-VFL's default: the active party must
     not hold them); an int repeats them (tests, and the plaintext split NN's reference).
     """
-    gen = (SeedPlan(seed).torch("init:interactive:passive") if seed is not None
-           else torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little")))
-    return (torch.rand(shape, generator=gen, dtype=DTYPE) * 2 * bound - bound).numpy()
+    return _uniform(shape, bound, seed, "init:interactive:passive")
 
 
 def standardizer(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ import argparse
 import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import platform
 import shlex
@@ -215,7 +216,7 @@ def run_main(main: Callable[[], int | None], name: str) -> int:
     run leaves every result file as it was; the line says so.
     """
     from protocols.errors import InputError
-    from protocols.lifecycle import Terminated, interrupted_status, terminate_like_interrupt
+    from protocols.lifecycle import interrupted_status, stopped_by, terminate_like_interrupt
     from securefl.runtime.preload import preload
     from securefl.runtime.reproducible import reproducible_blas
 
@@ -225,8 +226,7 @@ def run_main(main: Callable[[], int | None], name: str) -> int:
         with terminate_like_interrupt():  # `kill PID` stops the workers and leaves the files as Ctrl-C does
             return int(main() or 0)
     except KeyboardInterrupt as exc:
-        print(f"{name}: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}; no result file was"
-              " written", file=sys.stderr)
+        print(f"{name}: {stopped_by(exc)}; no result file was written", file=sys.stderr)
         return interrupted_status(exc)
     except InputError as err:  # bad input found after parsing (a setting a config refuses, a data file)
         print(f"{name}: error: {err}", file=sys.stderr)
@@ -269,6 +269,16 @@ def markdown_header(title: str, meta: dict[str, Any]) -> str:
     if meta.get("command"):
         lines.append(f"- command: `{meta['command']}`")
     return "\n".join(lines) + "\n"
+
+
+def ci95_half_width(std: float, n: int) -> float:
+    """The t-based 95% confidence half-width of a mean over ``n`` values with sample std ``std``
+    (nan for one value, which has no interval)."""
+    if n < 2:
+        return float("nan")
+    from scipy import stats  # here: scipy is slow to import
+
+    return float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
 
 
 def rendered_stamp() -> dict[str, Any]:

@@ -11,9 +11,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from benchmarks.common import markdown_header, markdown_table, rendered_line, short_commit
+from benchmarks.common import ci95_half_width, markdown_header, markdown_table, rendered_line, short_commit
 
 METHODS = ("local", "fedavg", "gl", "centralized")
 REFERENCE_FILES = {
@@ -48,8 +47,7 @@ def summary(values: Iterable[float]) -> dict[str, float]:
     if n == 0:
         return {"n": 0, "mean": float("nan"), "std": float("nan"), "ci95": float("nan")}
     std = float(x.std(ddof=1)) if n > 1 else 0.0
-    half = float(stats.t.ppf(0.975, n - 1) * std / math.sqrt(n)) if n > 1 else float("nan")
-    return {"n": n, "mean": float(x.mean()), "std": std, "ci95": half}
+    return {"n": n, "mean": float(x.mean()), "std": std, "ci95": ci95_half_width(std, n)}
 
 
 def collect(results: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, list[float]]]]:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable
 
-from scipy import stats
-
-from benchmarks.common import markdown_table
+from benchmarks.common import ci95_half_width, markdown_table
 from benchmarks.stfl import ACCURACY_TOLERANCE, DATASETS, PAPER_NAMES, PAPER_SECONDS, paper_accuracy
 
 
@@ -66,7 +63,7 @@ def _settled(summary: dict[str, Any], paper: float) -> str:
     n = int(summary["n"])
     if n < 2:
         return ""
-    half = float(stats.t.ppf(0.975, n - 1)) * summary["accuracy_std"] / math.sqrt(n)
+    half = ci95_half_width(summary["accuracy_std"], n)
     low, high = summary["accuracy_mean"] - half, summary["accuracy_mean"] + half
     band = (paper - ACCURACY_TOLERANCE, paper + ACCURACY_TOLERANCE)
     where = ("inside the band" if band[0] <= low and high <= band[1] else

@@ -32,6 +32,11 @@ def _at(rounds: list[int], values: np.ndarray, fraction: float) -> str:
     return f"{values[i]:.4g} (r{rounds[i]})"
 
 
+def gap_left(values: np.ndarray, optimum: float) -> float:
+    """(final - optimum) / (start - optimum): the share of the way to the ridge optimum still to go."""
+    return float((values[-1] - optimum) / max(values[0] - optimum, 1e-300))
+
+
 def panel_rows(panel: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for value, runs in grouped(panel).items():
@@ -42,7 +47,7 @@ def panel_rows(panel: dict[str, Any]) -> list[list[Any]]:
                _at(rounds, values, 0.5), f"{values[-1]:.4g}"]
         if "optimum" in runs[0]:
             optimum = float(np.mean([r["optimum"] for r in runs]))
-            row += [f"{optimum:.4g}", f"{(values[-1] - optimum) / (values[0] - optimum):.3f}",
+            row += [f"{optimum:.4g}", f"{gap_left(values, optimum):.3f}",
                     f"{np.mean([r['metrics']['rmse'] for r in runs]):.4g}"]
         else:
             row += [f"{np.mean([r['metrics']['accuracy'] for r in runs]):.4f}"]
@@ -71,15 +76,14 @@ def observation(panel: dict[str, Any]) -> str:
     values = sorted(groups)
     curves = {v: mean_curve(groups[v])[1] for v in values}
     if all("optimum" in r for runs in groups.values() for r in runs):
-        optimum = {v: float(np.mean([r["optimum"] for r in groups[v]])) for v in values}
-        score = {v: (curves[v][-1] - optimum[v]) / max(curves[v][0] - optimum[v], 1e-300) for v in values}
+        score = {v: gap_left(curves[v], float(np.mean([r["optimum"] for r in groups[v]]))) for v in values}
         spread = max(score.values()) - min(score.values())
-        what = "gap left"
+        what, spread_text = "gap left", f"spread of the gaps left {spread:.3g}"
     else:
         score = {v: float(curves[v][-1]) for v in values}
         start = float(np.mean([curves[v][0] for v in values]))
         spread = (max(score.values()) - min(score.values())) / max(start - min(score.values()), 1e-300)
-        what = "final objective"
+        what, spread_text = "final objective", f"spread of the final objectives {spread:.3g} of the distance travelled"
     last = [score[v] for v in values]
     order = " < ".join(f"{SYMBOL[panel['vary']]}={v} ({score[v]:.3g})" for v in sorted(values, key=lambda v: score[v]))
     if panel["vary"] == "local_steps":
@@ -88,9 +92,7 @@ def observation(panel: dict[str, Any]) -> str:
         verdict = "ordering holds" if all(a <= b for a, b in zip(last, last[1:])) else "ordering does not hold"
     else:
         verdict = "mild" if spread < 0.1 else "not mild"
-    spread_of = "spread of the gaps left" if what == "gap left" else "spread of the final objectives"
-    return (f"Paper: {PAPER[panel['vary']]}. Here, {what} {order}; {spread_of} {spread:.3g}"
-            f"{'' if what == 'gap left' else ' of the distance travelled'}: **{verdict}**.")
+    return f"Paper: {PAPER[panel['vary']]}. Here, {what} {order}; {spread_text}: **{verdict}**."
 
 
 def markdown(header: str, panels: Sequence[dict[str, Any]], settings: dict[str, Any], *,

@@ -123,6 +123,11 @@ def terminate_like_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def stopped_by(exc: KeyboardInterrupt) -> str:
+    """How a one-line message names the stop: "terminated (SIGTERM)" or "interrupted" (Ctrl-C)."""
+    return "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+
+
 def interrupted_status(exc: KeyboardInterrupt) -> int:
     """The shell's status for a stop: 143 (128 + SIGTERM) for :class:`Terminated`, else 130 (Ctrl-C)."""
     return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)

@@ -12,7 +12,7 @@ import sys
 from typing import Sequence
 
 from protocols.errors import CryptoError, ProtocolError, SecureFLError
-from protocols.lifecycle import Terminated, exit_status, interrupted_status, terminate_like_interrupt
+from protocols.lifecycle import exit_status, interrupted_status, stopped_by, terminate_like_interrupt
 
 EXIT_USAGE = 2
 EXIT_PROTOCOL = 3
@@ -53,7 +53,7 @@ def _run(argv: Sequence[str] | None) -> int:
         reproducible_blas()  # before any matrix product: MKL reads it once
         parser = build_parser()  # imports torch and the commands: a second or two
     except KeyboardInterrupt as exc:
-        print(f"securefl: {_stopped(exc)}", file=sys.stderr)
+        print(f"securefl: {stopped_by(exc)}", file=sys.stderr)
         return interrupted_status(exc)
     args = parser.parse_args(argv)
     try:
@@ -75,12 +75,8 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"securefl {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
-        print(f"securefl {args.command}: {_stopped(exc)}", file=sys.stderr)
+        print(f"securefl {args.command}: {stopped_by(exc)}", file=sys.stderr)
         return interrupted_status(exc)
-
-
-def _stopped(exc: KeyboardInterrupt) -> str:
-    return "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
 
 
 def _one_line(exc: BaseException) -> str:

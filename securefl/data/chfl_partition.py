@@ -78,9 +78,6 @@ def parse_feature_spec(text: str) -> FeatureSpec:
         raise InputError(f"--features {text!r}: expected exactly 'common=COL,...;unique=COL,...|COL,...'"
                          " (one |-separated group per client; columns separated by ',', not ';')")
     parts = {key: p.split("=", 1)[1] for key, p in zip(keys, pieces)}
-    if set(parts) != {"common", "unique"}:
-        raise InputError(f"--features {text!r}: expected 'common=COL,...;unique=COL,...|COL,...'"
-                         " (one |-separated group per client)")
     common = tuple(c.strip() for c in parts["common"].split(",") if c.strip())
     unique = tuple(tuple(c.strip() for c in g.split(",") if c.strip()) for g in parts["unique"].split("|"))
     return FeatureSpec(common=common, unique=unique)
