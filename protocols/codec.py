@@ -31,6 +31,7 @@ VERSION = 1
 MAX_HEADER_BYTES = 1 << 20
 MAX_DIMS = 32  # numpy's limit is 64; no message here has more than a few
 MAX_JSON_DEPTH = 8
+MAX_ROUND = 2**64 - 1  # crypto.transcript packs integers as 64-bit words
 _PREFIX = struct.Struct("<4sI")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 """A JSON escape of a UTF-16 surrogate: the only way a header's str can hold one."""
@@ -57,8 +58,9 @@ class Tag:
     name: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.round, int) or isinstance(self.round, bool) or self.round < 0:
-            raise InputError(f"Tag.round must be a non-negative int, got {self.round!r}")
+        if not isinstance(self.round, int) or isinstance(self.round, bool) or not 0 <= self.round <= MAX_ROUND:
+            # the bound is the 64-bit field that key derivations bind the round into
+            raise InputError(f"round must be an int in 0..2^64-1, got {self.round!r}")
         for attr in ("stage", "name"):
             value = getattr(self, attr)
             if not isinstance(value, str) or "/" in value:

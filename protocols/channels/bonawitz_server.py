@@ -6,9 +6,13 @@ pairwise keys s_sk_u of the clients that shared keys but sent no input (U2 \\ U3
 and learns only the sum. Each stage waits ``config.stage_timeout`` seconds at most;
 a client that sent nothing by then, that has left (closed its transport), or whose
 message is malformed (a frame that does not decode, or fields of the wrong kind or
-size) counts as dropped, and what the server would send it is skipped: one faulty
-client cannot stop the round for the others. Fewer than t clients left at any stage
-is a :class:`~protocols.errors.DropoutError`.
+size, or a public key that key agreement refuses) counts as dropped, and what the server
+would send it is skipped: one faulty client cannot stop the round for the others.
+Fewer than t clients left at any stage is a :class:`~protocols.errors.DropoutError`.
+A revealed share that is well formed but wrong cannot be dropped that way; when more
+than t clients answer, every share is checked against the others and a wrong one
+fails the round with :class:`~protocols.errors.CryptoError` instead of giving a wrong
+sum (with exactly t answering it goes unnoticed: the semi-honest model's assumption).
 """
 
 from __future__ import annotations
@@ -63,15 +67,17 @@ def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAg
     revealed = well_formed(reveals, u3, lambda m: _reveal_rows(m, roster, u3, dropped))
     u4 = [c for c in u3 if c in revealed]
     require_survivors(len(u4), n, t, "answered the unmasking request", round)
-    _unmask(total, roster, {v: revealed[v] for v in u4[:t]}, u3, dropped, round, config.prg)
+    _unmask(total, roster, {v: revealed[v] for v in u4}, u3, dropped, round, config.prg)
     return SecAggResult(vector=fixedpoint.decode(total, scale_bits=config.scale_bits),
                         survivors=tuple(u3), dropped=tuple(c for c in clients if c not in u3),
                         threshold=t, secure=True, wait_seconds=wait)
 
 
 def _keys(message: Message) -> tuple[bytes, bytes]:
+    """A client's two advertised public keys; ProtocolError unless both are usable X25519 keys
+    (a low-order point would make every honest client's key agreement with it fail)."""
     c_pk, s_pk = message["c_pk"], message["s_pk"]
-    if not all(isinstance(k, bytes) and len(k) == crypto.KEY_BYTES for k in (c_pk, s_pk)):
+    if not all(isinstance(k, bytes) and crypto.usable_public(k) for k in (c_pk, s_pk)):
         raise ProtocolError(f"client {message.src!r} advertised malformed public keys")
     return c_pk, s_pk
 
@@ -98,15 +104,19 @@ def _relay_shares(transport: Transport, roster: Roster, rows: dict[str, dict[str
 
 def _unmask(total: np.ndarray, roster: Roster, reveals: dict[str, tuple[list[Share], list[Share]]],
             u3: list[str], dropped: list[str], round: int, prg_name: str) -> None:
-    """Reconstruct b_u (u in U3) and s_sk_u (u dropped) from t responders' shares; remove their masks."""
+    """Reconstruct b_u (u in U3) and s_sk_u (u dropped) from the responders' shares; remove their masks.
+
+    Every responder's shares are used: the first t give each secret, the others must agree
+    with them (:func:`shamir.reconstruct_all`), so a wrong share fails the round rather than
+    the sum."""
     t = roster.threshold
     masks = prg.MaskAccumulator(total, prg_name)
-    for i in range(len(u3)):
-        b_seed = shamir.reconstruct([b[i] for b, _ in reveals.values()], threshold=t, length=crypto.SEED_BYTES)
+    b_sets = [[b[i] for b, _ in reveals.values()] for i in range(len(u3))]
+    for b_seed in shamir.reconstruct_all(b_sets, threshold=t, length=crypto.SEED_BYTES):
         masks.add(b_seed, -1)
-    for i, u in enumerate(dropped):
-        shares = [sk[i] for _, sk in reveals.values()]
-        s_sk = crypto.load_private(shamir.reconstruct(shares, threshold=t, length=crypto.KEY_BYTES))
+    sk_sets = [[sk[i] for _, sk in reveals.values()] for i in range(len(dropped))]
+    for u, raw in zip(dropped, shamir.reconstruct_all(sk_sets, threshold=t, length=crypto.KEY_BYTES), strict=True):
+        s_sk = crypto.load_private(raw)
         if crypto.public_bytes(s_sk) != roster.s_pks[roster.index(u)]:
             raise CryptoError("shares do not reconstruct a valid secret")
         for v in u3:

@@ -75,6 +75,20 @@ def agree(private: X25519PrivateKey, peer_public: bytes) -> bytes:
         raise CryptoError(AUTH_FAILED) from None
 
 
+def usable_public(peer_public: bytes) -> bool:
+    """Whether ``peer_public`` is a 32-byte X25519 key that key agreement accepts (not low order).
+
+    Checked by agreeing with a throwaway key: the contributory check of :func:`agree` is the
+    same for every private key."""
+    if len(peer_public) != KEY_BYTES:
+        return False
+    try:
+        agree(new_private_key(), peer_public)
+    except CryptoError:
+        return False
+    return True
+
+
 def transcript(label: str, *parts: TranscriptPart) -> bytes:
     """An unambiguous encoding of a label and parts, for HKDF ``info`` and AEAD data.
 

@@ -62,9 +62,9 @@ class PeerSum:
         publics = {transport.name: crypto.public_bytes(private)}
         for peer in others:
             key = transport.recv(peer, KEY_TAG)["public"]
-            if not isinstance(key, bytes) or len(key) != crypto.KEY_BYTES:
-                raise ProtocolError(f"{transport.name!r}: the peer-sum key from {peer!r} is not"
-                                    f" {crypto.KEY_BYTES} bytes")
+            if not isinstance(key, bytes) or not crypto.usable_public(key):
+                raise ProtocolError(f"{transport.name!r}: the peer-sum key from {peer!r} is not a usable"
+                                    f" {crypto.KEY_BYTES}-byte X25519 public key")
             publics[peer] = key
         return cls(transport, group, private, publics, scale_bits=scale_bits, prg=prg)
 

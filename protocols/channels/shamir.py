@@ -76,22 +76,27 @@ def split_int(secret: int, n: int, threshold: int) -> list[Share]:
     return shares
 
 
-def interpolate_at_zero(shares: Sequence[Share]) -> int:
-    """The value at 0 of the unique polynomial of degree < len(shares) through ``shares``."""
-    if not shares:
+def lagrange_weights(xs: Sequence[int], at: int) -> list[int]:
+    """Weights w_i with f(at) = sum w_i * f(xs[i]) mod p for every f of degree < len(xs)."""
+    if not xs:
         raise InputError("need at least one share")
-    xs = [s.x for s in shares]
     if len(set(xs)) != len(xs):
         raise InputError(f"shares must have distinct x, got {sorted(xs)}")
-    total = 0
-    for i, share in enumerate(shares):
+    weights = []
+    for i, xi in enumerate(xs):
         num, den = 1, 1
         for j, xj in enumerate(xs):
             if j != i:
-                num = num * xj % PRIME
-                den = den * (xj - share.x) % PRIME
-        total = (total + share.y * num * pow(den, -1, PRIME)) % PRIME
-    return total
+                num = num * (at - xj) % PRIME
+                den = den * (xi - xj) % PRIME
+        weights.append(num * pow(den, -1, PRIME) % PRIME)
+    return weights
+
+
+def interpolate_at_zero(shares: Sequence[Share]) -> int:
+    """The value at 0 of the unique polynomial of degree < len(shares) through ``shares``."""
+    weights = lagrange_weights([s.x for s in shares], 0)
+    return sum(w * s.y for w, s in zip(weights, shares)) % PRIME
 
 
 def split(secret: bytes, n: int, threshold: int) -> list[Share]:
@@ -117,3 +122,32 @@ def reconstruct(shares: Sequence[Share], *, threshold: int, length: int) -> byte
     if value >= 1 << (8 * length):
         raise CryptoError("shares do not reconstruct a valid secret")
     return value.to_bytes(length, "big")
+
+
+def reconstruct_all(share_sets: Sequence[Sequence[Share]], *, threshold: int, length: int) -> list[bytes]:
+    """Every ``length``-byte secret of ``share_sets``, whose sets hold shares at the same x's.
+
+    Each secret is interpolated from its first ``threshold`` shares; every further share
+    must lie on the same polynomial, so one wrong share among more than ``threshold``
+    raises :class:`CryptoError` instead of giving a wrong secret (with exactly
+    ``threshold`` shares a wrong one cannot be told apart). The Lagrange weights depend
+    only on the x's, so they are computed once for all the sets.
+    """
+    if not share_sets:
+        return []
+    xs = [s.x for s in share_sets[0]]
+    if any([s.x for s in shares] != xs for shares in share_sets):
+        raise InputError("every secret's shares must come from the same x's, in the same order")
+    reconstruct(share_sets[0], threshold=threshold, length=length)  # the checks on counts and length
+    at_zero = lagrange_weights(xs[:threshold], 0)
+    checks = [lagrange_weights(xs[:threshold], x) for x in xs[threshold:]]
+    out = []
+    for shares in share_sets:
+        ys = [s.y for s in shares]
+        if any(sum(w * y for w, y in zip(ws, ys)) % PRIME != extra for ws, extra in zip(checks, ys[threshold:])):
+            raise CryptoError("revealed shares are inconsistent: a responder sent a wrong share")
+        value = sum(w * y for w, y in zip(at_zero, ys)) % PRIME
+        if value >= 1 << (8 * length):
+            raise CryptoError("shares do not reconstruct a valid secret")
+        out.append(value.to_bytes(length, "big"))
+    return out

@@ -118,10 +118,18 @@ def test_missing_field_names_the_field_and_tag():
         message["y"]
 
 
-@pytest.mark.parametrize("args", [(-1, "s", ""), (0, "", ""), (0, "a/b", ""), (True, "s", "")])
+@pytest.mark.parametrize("args", [(-1, "s", ""), (0, "", ""), (0, "a/b", ""), (True, "s", ""), (2**64, "s", "")])
 def test_invalid_tags_are_refused(args):
     with pytest.raises(InputError):
         Tag(*args)
+
+
+def test_a_round_past_64_bits_names_round_before_anything_is_sent():
+    # before, 2**64 passed here and failed mid-protocol, in a key derivation, without naming the round
+    assert Tag(2**64 - 1, "s").round == 2**64 - 1
+
+    with pytest.raises(InputError, match=r"round must be an int in 0..2\^64-1, got 18446744073709551616"):
+        Tag(2**64, "s")
 
 
 def _bytes_spec(name: str, offset: int, nbytes: int) -> dict:

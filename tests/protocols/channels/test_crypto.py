@@ -55,6 +55,15 @@ def test_key_agreement_with_bad_public_key_is_a_crypto_error(bad):
         crypto.agree(crypto.new_private_key(), bad)
 
 
+def test_usable_public_accepts_real_keys_and_refuses_low_order_and_short_ones():
+    # the all-zero and the order-8 point 1 agree to the all-zero secret, which X25519 refuses
+    low_order = [bytes(32), (1).to_bytes(32, "little")]
+
+    assert crypto.usable_public(crypto.public_bytes(crypto.new_private_key()))
+    assert not any(crypto.usable_public(k) for k in low_order)
+    assert not crypto.usable_public(b"\x09" * 31)
+
+
 def test_seq_nonce_layout():
     assert crypto.seq_nonce(0) == bytes(12)
     assert crypto.seq_nonce(258) == bytes(10) + b"\x01\x02"

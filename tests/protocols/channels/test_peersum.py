@@ -152,6 +152,22 @@ def test_a_malformed_masked_vector_stops_the_receiver(payload):
         run_parties(roles, kwargs=kwargs, timeout=30)
 
 
+def low_order_key(transport, *, members):
+    for peer in members:
+        if peer != transport.name:
+            transport.send(peer, KEY_TAG, public=bytes(32))
+
+
+def test_a_low_order_key_is_a_protocol_error_naming_the_peer():
+    # before, a 32-byte low-order point passed and key agreement failed with "message failed authentication"
+    names = ["hub0", "hub1"]
+    roles = {"hub0": member, "hub1": low_order_key}
+    kwargs = {"hub0": {"members": names, "vectors": [np.ones(2)]}, "hub1": {"members": names}}
+
+    with pytest.raises((ProtocolError, PeerFailedError), match="key from 'hub1' is not a usable"):
+        run_parties(roles, kwargs=kwargs, timeout=30)
+
+
 def test_a_member_outside_the_group_is_an_input_error():
     kwargs = {"hub0": {"members": ["hub1", "hub2"], "vectors": []},
               "hub1": {"members": ["hub0", "hub1"], "vectors": [np.ones(2)]}}

@@ -7,7 +7,7 @@ import pytest
 
 from protocols.channels import SecAggConfig, fixedpoint, secagg_client, secagg_server
 from protocols.channels.bonawitz import check_unmask_request
-from protocols.errors import DropoutError, EncodingOverflowError, InputError, ProtocolError
+from protocols.errors import CryptoError, DropoutError, EncodingOverflowError, InputError, ProtocolError
 from protocols.transport import run_parties
 
 from ..rewriting import Rewriting
@@ -155,11 +155,13 @@ def test_a_roster_of_the_wrong_types_or_size_is_a_protocol_error(threshold, n_cl
 
 @pytest.mark.parametrize("stage, edit", [
     ("advertise", lambda f: {**f, "c_pk": f["c_pk"][:5]}),
+    ("advertise", lambda f: {**f, "c_pk": bytes(32)}),
+    ("advertise", lambda f: {**f, "s_pk": bytes(32)}),
     ("shares", lambda f: {**f, "to": f["to"][:1]}),
     ("masked", lambda f: {**f, "y": f["y"][:-1]}),
     ("masked", lambda f: {}),
     ("reveal", lambda f: {**f, "b_shares": f["b_shares"][:, :3]}),
-], ids=["short key", "shares for too few", "short masked input", "no fields", "short shares"])
+], ids=["short key", "low-order c_pk", "low-order s_pk", "shares for too few", "short masked input", "no fields", "short shares"])
 def test_a_client_whose_message_is_malformed_is_dropped_and_the_others_are_summed(stage, edit):
     # Arrange: five clients, c0 buggy at one stage (it may fail afterwards; the round must not); c0 is
     # first in every list, so its reveal would be among the t the server uses
@@ -181,6 +183,27 @@ def test_a_client_whose_message_is_malformed_is_dropped_and_the_others_are_summe
     kept = [c for c in inputs if c in result.survivors]
     assert np.allclose(result.vector, sum(inputs[c] for c in kept), atol=1e-6)
     assert ("c0" in result.survivors) == (stage == "reveal") and len(kept) >= 4
+
+
+def _flip_first_b_share(fields: dict) -> dict:
+    shares = fields["b_shares"].copy()
+    shares[0, 40] ^= 1
+    return {**fields, "b_shares": shares}
+
+
+def test_a_wrong_revealed_share_fails_the_round_instead_of_the_sum():
+    # Arrange: five clients, threshold 3, so two spare responders; c0 reveals a well-formed but wrong
+    # share of the first survivor's self-mask seed. Before, the server read only the first t shares and
+    # returned a sum off by ~1e11 with no error.
+    inputs = client_inputs(5, 6)
+    config = SecAggConfig(threshold=3, stage_timeout=5.0)
+    roles = {"server": secagg_server, **{c: secagg_client for c in inputs},
+             "c0": lambda transport, **kw: secagg_client(Rewriting(transport, "reveal", _flip_first_b_share), **kw)}
+    kwargs = {"server": {"clients": list(inputs), "config": config},
+              **{c: {"server": "server", "vector": v, "config": config} for c, v in inputs.items()}}
+    # Act / Assert
+    with pytest.raises(CryptoError, match="revealed shares are inconsistent"):
+        run_parties(roles, kwargs=kwargs, timeout=30)
 
 
 @pytest.mark.parametrize("edit", [

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.channels import shamir
-from protocols.errors import InputError
+from protocols.errors import CryptoError, InputError
 
 SECRET = bytes(range(32))
 
@@ -46,6 +46,42 @@ def test_known_answer_for_a_fixed_polynomial():
 
     assert shamir.interpolate_at_zero(shares) == 7
     assert shamir.interpolate_at_zero(shares[1:] + shares[:1]) == 7
+
+
+def test_lagrange_weights_evaluate_the_polynomial_anywhere():
+    # f(x) = 7 + 3x + 2x^2 through x = 1, 2, 3: f(0) = 7, f(5) = 72
+    xs, ys = [1, 2, 3], [12, 21, 34]
+
+    for at, expected in ((0, 7), (5, 72), (2, 21)):
+        weights = shamir.lagrange_weights(xs, at)
+        assert sum(w * y for w, y in zip(weights, ys)) % shamir.PRIME == expected
+
+
+def test_reconstruct_all_equals_reconstruct_for_each_secret():
+    secrets = [bytes(range(32)), bytes(32), b"\xff" * 32]
+    share_sets = [shamir.split(s, 6, 4) for s in secrets]
+
+    assert shamir.reconstruct_all(share_sets, threshold=4, length=32) == secrets
+    assert shamir.reconstruct_all([], threshold=4, length=32) == []
+
+
+@pytest.mark.parametrize("wrong", [0, 3, 5], ids=["among the first t", "last of the first t", "a spare"])
+def test_one_wrong_share_among_more_than_t_is_caught(wrong):
+    # Arrange: before, only the first t shares were read and a wrong one gave a wrong secret silently
+    shares = shamir.split(SECRET, 6, 4)
+    shares[wrong] = shamir.Share(shares[wrong].x, shares[wrong].y ^ (1 << 100))
+    # Act / Assert
+    with pytest.raises(CryptoError, match="revealed shares are inconsistent"):
+        shamir.reconstruct_all([shamir.split(SECRET, 6, 4), shares], threshold=4, length=32)
+
+
+def test_reconstruct_all_needs_the_same_xs_for_every_secret():
+    first, second = shamir.split(SECRET, 5, 3), shamir.split(SECRET, 5, 3)
+
+    with pytest.raises(InputError, match="same x's"):
+        shamir.reconstruct_all([first, second[::-1]], threshold=3, length=32)
+    with pytest.raises(InputError, match="need 3 shares"):
+        shamir.reconstruct_all([first[:2], second[:2]], threshold=3, length=32)
 
 
 def test_t_minus_one_shares_are_independent_of_the_secret():
