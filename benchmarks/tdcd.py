@@ -194,11 +194,13 @@ def load_tables(config: Config, data_dir: Path | None) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from protocols.errors import InputError
+    from securefl.algorithms.tdcd import TDCDConfig
 
     config, json_path, md_path, data_dir, render_only = parse_args(argv)
     if render_only:
         return render(json_path, md_path)
-    settings = {**asdict(config), "figures_spec": {f: asdict(FIGURES[f]) for f in config.figures}}
+    settings = {**asdict(config), "figures_spec": {f: asdict(FIGURES[f]) for f in config.figures},
+                "l2": TDCDConfig.l2}  # the ridge figures' (the CNN's is 0)
     meta = named_report("tdcd", settings=settings, quick=config.quick, argv=argv, device=config.device)
     try:
         tables = load_tables(config, data_dir)

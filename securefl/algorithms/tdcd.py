@@ -198,6 +198,9 @@ def _client_evaluate(transport: Transport, hub: str, model: torch.nn.Module, x: 
         own = model(x)
         pred = own + torch.as_tensor(contribute(transport, hub, own.cpu().numpy(), stage, rnd), device=x.device)
         losses = row_losses(pred, y, task)
+        if not bool(torch.isfinite(losses).all()):
+            raise InputError(f"{transport.name!r}, round {rnd}: the {stage} loss is not finite (training has likely"
+                             " diverged; a lower learning rate may help)")
         correct = int((pred.argmax(dim=1) == y).sum()) if task == "classification" else 0
         squared = float(_squared_norm(list(model.parameters())))
     transport.send(hub, Tag(rnd, stage, "loss"), loss=float(losses.sum()), correct=correct, rows=len(y),

@@ -4,12 +4,17 @@ A hub holds no data and no model of its own: it averages its clients' weights (m
 sums only, by default), draws the round's minibatches, stacks its clients' ``Phi``,
 exchanges it with the other hubs and hands each client the others' sum for its rows.
 It learns which of its clients holds which row (its silo's own bookkeeping), its silo's
-averaged weights (the sum it unmasks) and the ``Phi`` of the rows it stacks, never a label
-or another silo's weight. Those two are enough to rebuild its own clients' features: each
-round's ``Phi = x . average`` is one linear equation per row, so after about as many
-rounds as the silo has columns the hub can solve for every row it has seen (every
-training row, with evaluation each round; ``tests/securefl/algorithms/test_tdcd.py``).
-That is Algorithm 1 as the paper writes it, in which the hub forms the average.
+averaged weights (the sum it unmasks) and the ``Phi`` of the rows it stacks, never another
+silo's weight. Those two are enough to rebuild its own clients' features: each round's
+``Phi = x . average`` is one linear equation per row, so after about as many rounds as
+the silo has columns the hub can solve for every row it has seen (every training row,
+with evaluation each round). That is Algorithm 1 as the paper writes it, in which the
+hub forms the average. Labels never cross, but at each evaluation the hub holds every
+row's prediction (its clients' ``Phi`` plus the others' sum) and each client reports
+its loss sum: one equation per evaluation, linear in that client's labels, so the hub
+learns their projection onto the features' span, every label where a client has no
+more rows than features (``tests/securefl/algorithms/test_tdcd.py``, both solves).
+``eval_every=0`` leaves one evaluation of the training rows and one of the test rows.
 
 With three or more silos and secure aggregation on, the hubs swap their stacked
 ``Phi`` through :class:`protocols.channels.PeerSum`: each hub learns the sum over the

@@ -14,7 +14,8 @@ or more silos the first client of the first silo deals a group key to every clie
 (:class:`protocols.channels.groupkey.GroupKeyMember`, relayed by the hubs, which see
 public and sealed keys only); each client sends its hub the keyed sum
 :func:`~securefl.data.tdcd_clients.label_tag` of its rows, and the hubs compare their
-silos' sums as they compare ID digests. A hub learns neither a label nor the key.
+silos' sums as they compare ID digests. The check shows a hub neither a label nor the key
+(the evaluation losses of Algorithm 1 tell it about labels: :mod:`securefl.algorithms.tdcd_hub`).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def hub_party(transport: Transport, *, silo: int, clients: Sequence[str], hubs: 
     check_same_columns(transport.name, columns, list(clients))
     by_hub = _same_samples(transport, hubs, [i for client_ids in ids for i in client_ids], publics, len(clients))
     _relay_group_key(transport, hubs, clients, by_hub)
-    positions, n_train, n_test = positions_by_ids(ids, config.seed, where=f"silo {transport.name!r}")
+    positions, n_train, n_test = positions_by_ids(ids, config.seed, where=f"silo {transport.name!r}", names=clients)
     for client, p in zip(clients, positions):
         transport.send(client, Tag(0, SETUP, "rows"), train=p.train_local, test=p.test_local)
     if len(hubs) > 1:

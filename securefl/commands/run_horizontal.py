@@ -121,7 +121,7 @@ def check_args(args: argparse.Namespace) -> None:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise InputError(f"--{name} must be at least 1, got {value}")
-    if args.clients < 2:
+    if args.clients < 2 and args.method != "tdcd":  # TDCD's --clients is per silo: one is Fig. 2c's K=1
         raise InputError(f"--clients must be at least 2 (federation needs two clients), got {args.clients}")
     if not 0 < args.common_ratio < 1:
         raise InputError(f"--common-ratio must be between 0 and 1, got {args.common_ratio}")

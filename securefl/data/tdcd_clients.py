@@ -128,10 +128,11 @@ def check_same_labels(silos: Sequence[tuple[str, Sequence[ClientRows]]]) -> None
                              f" (e.g. ID {differ[0]!r}); every silo's clients must hold the same target")
 
 
-def positions_by_ids(id_lists: Sequence[Sequence[str]], seed: int, *,
-                     where: str = "the silo") -> tuple[list[ClientPositions], int, int]:
+def positions_by_ids(id_lists: Sequence[Sequence[str]], seed: int, *, where: str = "the silo",
+                     names: Sequence[str] | None = None) -> tuple[list[ClientPositions], int, int]:
     """A hub's bookkeeping: each client's training and test rows from the seed and the sorted IDs;
-    also the numbers of training and test rows."""
+    also the numbers of training and test rows. InputError (naming the client by ``names``) when
+    a client is left without a training row: it could fit neither its scaler nor its model."""
     everyone = [i for ids in id_lists for i in ids]
     if len(set(everyone)) != len(everyone):
         raise InputError(f"{where}: a sample ID is held by more than one client (a silo's clients split its rows)")
@@ -147,6 +148,10 @@ def positions_by_ids(id_lists: Sequence[Sequence[str]], seed: int, *,
             local = np.flatnonzero(rank[glob] >= 0)
             local = local[np.argsort(rank[glob[local]], kind="stable")]
             parts += [local, rank[glob[local]]]
+        if parts[0].size == 0:
+            who = repr(names[len(out)]) if names is not None else f"#{len(out) + 1}"
+            raise InputError(f"{where}: client {who} has no training rows after seed {seed}'s 80/20 split"
+                             f" (it holds {len(ids)}); give it more rows or use another --seed")
         out.append(ClientPositions(parts[0], parts[2], parts[1], parts[3]))
     return out, len(train), len(test)
 
@@ -178,7 +183,8 @@ def natural_split(silos: Sequence[tuple[str, Sequence[ClientRows]]], seed: int, 
     layouts, shards, columns, start = [], [], [], 0
     for j, (hub, clients) in enumerate(silos):
         check_same_columns(hub, [c.columns for c in clients], [c.name for c in clients])
-        positions, n_train, n_test = positions_by_ids([c.ids for c in clients], seed, where=f"silo {hub!r}")
+        positions, n_train, n_test = positions_by_ids([c.ids for c in clients], seed, where=f"silo {hub!r}",
+                                                      names=[c.name for c in clients])
         layouts.append(SiloLayout(j, hub, tuple(c.name for c in clients), tuple(p.train_rows for p in positions),
                                   tuple(p.test_rows for p in positions)))
         shards.append(tuple(client_shard(c, j, p.train_local, p.test_local, bias=j == len(silos) - 1)

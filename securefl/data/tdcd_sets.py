@@ -27,6 +27,10 @@ from protocols.errors import InputError
 from securefl.models.scaling import Standardizer
 from securefl.runtime.seeds import SeedPlan
 
+MIN_SLICE = 4
+"""The narrowest image slice, in pixels, that :class:`securefl.models.silo.ImageSilo`'s two 2x2
+poolings leave a pixel of."""
+
 TASKS = ("regression", "classification")
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 
@@ -153,6 +157,10 @@ def _check_layout(table: TieredTable, silos: int, clients: int, test_fraction: f
             raise InputError(f"{name} must be a positive int, got {value!r}")
     if silos > table.width:
         raise InputError(f"dataset {table.name!r} has {table.width} feature columns, too few for {silos} silos")
+    if table.image and table.width // silos < MIN_SLICE:  # np.linspace's rounding gives some slices this width
+        raise InputError(f"dataset {table.name!r}: {silos} silos cut its {table.width}-pixel-wide images into slices"
+                         f" under {MIN_SLICE} pixels, too narrow for the CNN's two poolings; use at most"
+                         f" {table.width // MIN_SLICE} silos")
     if not 0 < test_fraction < 1:
         raise InputError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
     if max_train is not None and (isinstance(max_train, bool) or not isinstance(max_train, int) or max_train < 1):

@@ -23,7 +23,7 @@ import torch
 
 from protocols.channels import SecAggConfig, average_client, secagg_server, weighted_mean
 from protocols.codec import Tag
-from protocols.errors import InputError, ProtocolError
+from protocols.errors import EncodingOverflowError, InputError, ProtocolError
 from protocols.transport.base import Transport, send_to_present
 
 FEDAVG_STAGE = "fedavg"
@@ -62,7 +62,12 @@ def client_average(transport: Transport, *, server: str, tensors: Sequence[torch
     if not np.isfinite(vector).all():
         raise InputError(f"{transport.name!r}, round {round}: the weights to average hold nan or inf after local "
                          "training (it diverged; a lower learning rate may help)")
-    average_client(transport, server=server, vector=vector, weight=weight, config=config, round=round)
+    try:
+        average_client(transport, server=server, vector=vector, weight=weight, config=config, round=round)
+    except EncodingOverflowError:  # its own advice (scale_bits, clipping) is no option of a training run
+        raise InputError(f"{transport.name!r}, round {round}: the weights to average reach"
+                         f" {float(np.abs(vector).max()):.3g}, too large for secure aggregation's fixed point"
+                         " (training has likely diverged; a lower learning rate may help)") from None
     message = transport.recv(server, average_tag(round))
     mean = message["x"]
     if not isinstance(mean, np.ndarray) or mean.dtype != np.float32 or mean.ndim != 1:

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from benchmarks import tdcd as bench
-from benchmarks.tdcd_report import observation
+from benchmarks.tdcd_report import bytes_per_round, observation
 from tests.benchmarks.stamps import without_stamp
 
 
@@ -43,6 +43,25 @@ def test_fig_two_curves_are_ranked_by_the_gap_left_not_by_their_optima():
     text = observation(panel)
     # Assert: gaps left 0.1 (N=1) and 0.0323 (N=2): N=2 is further converged, against the paper's ordering
     assert "gap left N=2 (0.0323) < N=1 (0.1)" in text and "**ordering does not hold**" in text
+
+
+def test_bytes_per_round_counts_round_zeros_extra_average():
+    # R rounds train R times and average R + 1 times; before, both were divided by R (5% high at R=20)
+    assert bytes_per_round({"training": 400, "averaging": 2100, "evaluation": 9}, 20) == 20 + 100
+
+
+def test_a_real_run_costs_what_the_tdcd_transport_counted_per_average():
+    # Arrange / Act: one run of 1 and of 3 rounds; the averaging bytes per averaging are the same
+    from securefl.algorithms.tdcd import TDCDConfig
+    from securefl.algorithms.tdcd_hub import run_tdcd
+    from securefl.data.registry import load_registered
+    from securefl.data.tdcd_sets import tiered_split
+
+    split = tiered_split(load_registered("diabetes_sklearn", kind="tdcd", data_dir=None), silos=2, clients=2, seed=0)
+    runs = [run_tdcd(split, TDCDConfig(rounds=r, eval_every=0, secure=False))["bytes_by_purpose"] for r in (1, 3)]
+    # Assert: equal up to the headers' round numbers; dividing by R instead would differ by 1.5x
+    assert runs[0]["averaging"] / 2 == pytest.approx(runs[1]["averaging"] / 4, rel=0.01)
+    assert bytes_per_round(runs[0], 1) == pytest.approx(bytes_per_round(runs[1], 3), rel=0.01)
 
 
 @pytest.mark.parametrize("argv, message", [

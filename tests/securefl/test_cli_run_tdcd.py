@@ -28,6 +28,13 @@ def test_the_bundled_default_runs_and_writes_the_agreed_fields(tmp_path, capsys)
     assert line.startswith("tdcd on diabetes_sklearn (seed 0, 3 silos x 2 clients, secure") and "test RMSE" in line
 
 
+def test_one_client_per_silo_runs_from_the_command_line(tmp_path):
+    # before, the horizontal methods' "at least 2 clients" rule refused Fig. 2c's K = 1 here
+    code, result = _run(["--rounds", "2", "--clients", "1"], tmp_path / "r.json")
+
+    assert code == 0 and result["settings"]["clients_per_silo"] == 1
+
+
 def test_secure_and_plain_aggregation_give_the_same_objective(tmp_path):
     argv = ["--rounds", "4", "--lr", "0.05", "--eval-every", "2"]
     _, secure = _run(argv, tmp_path / "s.json")
@@ -70,6 +77,7 @@ def test_a_csv_of_ones_own_regresses_and_classifies(tmp_path):
     (["--csv", "t.csv", "--classes", "one"], "--classes must list two or more distinct class values"),
     (["--epochs", "3"], "--epochs applies to every method but tdcd"),
     (["--silos", "0"], "--silos must be at least 1"),
+    (["--clients", "0"], "--clients must be at least 1, got 0"),
     (["--l2", "-1"], "--l2 must be >= 0"),
     (["--silos", "11"], "10 feature columns, too few for 11 silos"),
 ])

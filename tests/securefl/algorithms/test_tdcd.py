@@ -133,6 +133,33 @@ def test_a_hub_can_solve_for_its_clients_features_from_their_phi_and_the_average
         assert np.abs(guess - shard.x_train).max() < 1e-3, shard.name
 
 
+def test_a_hub_can_solve_for_its_clients_labels_from_their_evaluation_losses():
+    # Arrange: at each evaluation a hub holds every training row's prediction (its clients' Phi plus
+    # the other silos' sum) and each client reports its loss sum, sum 1/2 (p - y)^2: one equation per
+    # evaluation, linear in the client's labels and sum y^2. The predictions span the features' columns,
+    # so the hub learns the labels' projection onto them: every label once a client has no more rows
+    # than features, as here (the docs said "never a label"; README: what each party learns)
+    split = tiered_split(_regression_table(rows=40, features=40), silos=2, clients=2, seed=0)
+    logs = run_tdcd(split, replace(CONFIG, rounds=40, secure=True), record=True)["logs"]["hub0"]
+
+    def delivered(src, name):  # what hub0's transport delivered, by round
+        return {m.tag.round: m for m in logs if m.src == src and m.tag.stage == "eval-train" and m.tag.name == name}
+
+    others = {r: m["phi"][:, 0].astype(np.float64) for r, m in delivered("hub1", "exchange").items()}
+    for k, client in enumerate(split.layouts[0].clients):
+        rows = split.layouts[0].train_rows[k]
+        own = {r: m["phi"][:, 0].astype(np.float64) for r, m in delivered(client, "phi").items()}
+        losses = {r: float(m["loss"]) for r, m in delivered(client, "loss").items()}
+        preds = [own[r] + others[r][rows] for r in sorted(losses)]
+        # Act: 2 loss = p.p - 2 p.y + y.y, least squares in (y, y.y)
+        system = np.array([np.concatenate([-2 * p, [1.0]]) for p in preds])
+        target = np.array([2 * losses[r] - p @ p for r, p in zip(sorted(losses), preds)])
+        guess = np.linalg.lstsq(system, target, rcond=None)[0][:-1]
+        # Assert
+        assert len(preds) > len(rows) + 1
+        assert np.abs(guess - split.shards[0][k].y_train).max() < 1e-2, client
+
+
 @pytest.mark.parametrize("secure", [True, False])
 def test_with_three_silos_a_hub_reads_no_other_silos_phi_unless_masking_is_off(secure):
     # Arrange
@@ -196,6 +223,19 @@ def test_the_torch_backend_gives_the_in_process_result():
 def test_bad_settings_are_one_line_errors(kwargs, message):
     with pytest.raises(InputError, match=message):
         TDCDConfig(**kwargs)
+
+
+@pytest.mark.parametrize("secure, lr, message", [
+    (True, 3.0, "weights to average reach .* too large for secure aggregation's fixed point .*diverged"),
+    (False, 1e6, "the eval-train loss is not finite .*diverged; a lower learning rate may help"),
+])
+def test_a_diverging_run_says_so(secure, lr, message):
+    # before: "lower scale_bits or clip the values" (no option of a run), or "field 'loss' holds a
+    # non-finite float; send it as an array" (the codec's complaint, not the cause)
+    split = tiered_split(_regression_table(), silos=2, clients=2, seed=0)
+
+    with pytest.raises(InputError, match=message):
+        run_tdcd(split, replace(CONFIG, rounds=40, lr=lr, secure=secure))
 
 
 def test_clients_of_a_silo_built_at_once_in_threads_start_from_the_same_weights():

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from protocols.errors import InputError
-from securefl.data.tdcd_clients import ClientRows, add_tags, check_same_labels, label_tag
+from securefl.data.tdcd_clients import ClientRows, add_tags, check_same_labels, label_tag, positions_by_ids
+from securefl.data.tdcd_sets import split_positions
 
 KEY = bytes(range(32))
 
@@ -69,3 +70,17 @@ def test_an_empty_id_in_a_client_csv_is_refused(tmp_path):
     (tmp_path / "a.csv").write_text("id,x,y\n1,1.0,2.0\n,2.0,3.0\n")
     with pytest.raises(InputError, match="column 'id' has 1 empty ID cell"):
         load_client_csv(tmp_path / "a.csv", name="a", id_column="id", label="y")
+
+
+def test_a_client_left_without_training_rows_is_named():
+    # Arrange: a one-row client; some seed draws its row for testing. Before, the error was the
+    # scaler's "a scaler needs a non-empty 2-D array, got shape [0, 2]", naming neither
+    ids = [f"id{i:03d}" for i in range(50)]
+    lists = [ids[:1], ids[1:]]
+    seed = next(s for s in range(100) if ids[0] in [ids[int(i)] for i in split_positions(50, s)[1]])
+    # Act / Assert
+    with pytest.raises(InputError, match=rf"silo 'hub0': client 'a' has no training rows after seed {seed}'s"
+                                         r" 80/20 split \(it holds 1\)"):
+        positions_by_ids(lists, seed, where="silo 'hub0'", names=["a", "b"])
+    kept = next(s for s in range(100) if ids[0] not in [ids[int(i)] for i in split_positions(50, s)[1]])
+    assert len(positions_by_ids(lists, kept, names=["a", "b"])[0][0].train_local) == 1

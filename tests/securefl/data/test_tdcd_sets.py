@@ -63,6 +63,16 @@ def test_images_are_split_by_columns_of_pixels():
     assert split.shards[1][0].x_train.shape[1:] == (8, 4)
 
 
+def test_image_slices_too_narrow_for_the_cnn_are_a_one_line_error():
+    # before, 8 silos of MNIST's 28 columns reached the model's constructor in a party thread: a
+    # 39-line traceback of a ValueError
+    table = TieredTable("img", "classification", np.zeros((40, 8, 28), np.uint8), np.zeros(40, np.int64), 2)
+
+    assert {x.shape[2] for x in (s[0].x_train for s in tiered_split(table, silos=7, clients=2, seed=0).shards)} == {4}
+    with pytest.raises(InputError, match="8 silos cut its 28-pixel-wide images into slices under 4 pixels.*at most 7"):
+        tiered_split(table, silos=8, clients=2, seed=0)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"silos": 0, "clients": 2}, "silos must be a positive int"),
     ({"silos": 6, "clients": 2}, "5 feature columns, too few for 6 silos"),
