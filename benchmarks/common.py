@@ -68,14 +68,18 @@ def writable(parser: argparse.ArgumentParser, **paths: Path | None) -> None:
     """Each ``--option path`` given (keyword: option name without dashes) can be written; else a
     one-line usage error before any run, not an error after hours of it."""
     from protocols.errors import InputError
-    from securefl.results import check_output
+    from securefl.results import check_apart, check_output
 
-    for name, path in paths.items():
-        if path is not None:
-            try:
-                check_output(path, f"--{name.replace('_', '-')}")
-            except InputError as err:
-                parser.error(str(err))
+    outputs = [(f"--{name.replace('_', '-')}", path) for name, path in paths.items() if path is not None]
+    if paths.get("json") is not None and {"markdown", "md"} & paths.keys() \
+            and paths.get("markdown", paths.get("md")) is None:  # the Markdown goes beside the JSON
+        outputs.append(("--markdown (default: the --json path with .md)", Path(paths["json"]).with_suffix(".md")))
+    try:
+        for option, path in outputs:
+            check_output(path, option)
+        check_apart(outputs, [])  # `--json r.md` wrote the Markdown over the JSON, exit 0
+    except InputError as err:
+        parser.error(str(err))
 
 
 def read_result(path: Path, flag: str, benchmark: str, fields: dict[str, type]) -> dict[str, Any]:

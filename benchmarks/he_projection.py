@@ -71,13 +71,18 @@ def parse_args(argv: Sequence[str] | None) -> Config:
                    help="steps the projection times (benchmarks.stfl's default)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--data-dir", type=Path, default=None, help="dataset files (default: $SECUREFL_DATA)")
-    p.add_argument("--json", type=Path, default=RESULTS_DIR / "he_projection.json")
+    p.add_argument("--json", type=Path, default=None,
+                   help="default benchmarks/results/he_projection.json (.quick.json with --quick)")
     p.add_argument("--markdown", type=Path, default=None, help="default: the --json path with .md")
     a = p.parse_args(argv)
     if a.seed < 0 or a.epochs < 1 or a.timed_steps < 2:  # the first timed step is counted once
         p.error(f"--seed must be >= 0, --epochs >= 1 and --timed-steps >= 2, got {a.seed}, {a.epochs}, "
                 f"{a.timed_steps}")
+    if a.quick and any(getattr(a, k) != p.get_default(k) for k in QUICK):  # they were silently dropped
+        flags = ", ".join("--" + k.replace("_", "-") for k in QUICK)
+        p.error(f"--quick sets {flags} itself; give them without --quick")
     device_name(p, a.device)
+    a.json = a.json or RESULTS_DIR / ("he_projection.quick.json" if a.quick else "he_projection.json")
     markdown = a.markdown or a.json.with_suffix(".md")
     writable(p, json=a.json, markdown=markdown)
     sizes = QUICK if a.quick else {"dataset": a.dataset, "epochs": a.epochs, "timed_steps": a.timed_steps}

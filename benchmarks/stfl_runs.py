@@ -97,7 +97,7 @@ def _extrapolated_he_vfl(split: VerticalSplit, config: Any, steps: int, timed_st
     return {**timed, "metrics": plain["metrics"], "mode": EXTRAPOLATED,
             "seconds": sum(phases.values()), "phases": phases,
             "bytes": sum(per_party.values()), "bytes_per_party": per_party, "bytes_projection": "per message kind",
-            "timed_steps": timed_steps, "total_steps": steps, "timed_seconds": timed["seconds"]}
+            "timed_steps": timed["steps"], "total_steps": steps, "timed_seconds": timed["seconds"]}
 
 
 def project_bytes(per_tag: dict[str, dict[str, int]], *, timed_steps: int, steps: int, timed_batches: int,

@@ -12,7 +12,7 @@ import torch
 
 from benchmarks import chfl, gl, stfl
 from benchmarks.common import (config_report, count_option, dataset_names, device_name, git_commit, read_result,
-                               write_json)
+                               writable, write_json)
 
 KNOWN = ("breast", "default_credit", "give_credit")
 
@@ -277,3 +277,15 @@ def test_config_report_takes_the_device_a_config_names(monkeypatch):
     report = config_report("stfl", WithDevice(quick=False, device="cuda"), [])
     # Assert
     assert seen == ["cuda"] and report["device"] == {"type": "cuda"}
+
+
+@pytest.mark.parametrize("json_name, markdown_name", [("r.md", None), ("r.json", "r.json"), ("r.json", "./r.json")])
+def test_writable_refuses_a_markdown_path_that_is_the_json_path(tmp_path, capsys, json_name, markdown_name):
+    # before, `--json r.md` wrote the JSON, then the Markdown over it, and exited 0
+    parser = argparse.ArgumentParser(prog="bench")
+    markdown = None if markdown_name is None else tmp_path / markdown_name
+    with pytest.raises(SystemExit) as stop:
+        writable(parser, json=tmp_path / json_name, markdown=markdown)
+    assert stop.value.code == 2
+    assert "would replace --json" in capsys.readouterr().err
+    writable(parser, json=tmp_path / "r.json", markdown=None)  # the default beside it is fine

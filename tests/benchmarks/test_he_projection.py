@@ -34,6 +34,7 @@ def test_quick_run_writes_both_readings_of_one_cell(tmp_path):
     assert code == 0 and data["quick"] is True and data["benchmark"] == "he_projection"
     assert data["projected"]["mode"] != data["measured"]["mode"] == "measured"
     assert data["measured"]["steps"] == data["projected"]["total_steps"] == 2
+    assert data["projected"]["timed_steps"] == 2  # the steps run, never more than there are
     rows = {r["quantity"]: r for r in data["comparison"]}
     for party in ("active", "passive"):  # every step timed: the byte projection is the count itself
         assert rows[f"bytes sent, {party}"]["ratio"] == pytest.approx(1.0, abs=0.01)
@@ -51,3 +52,13 @@ def test_bad_settings_stop_before_any_run(argv, tmp_path, capsys):
     # Assert
     assert stop.value.code == 2 and "error:" in capsys.readouterr().err
     assert not (tmp_path / "p.json").exists()
+
+
+def test_a_quick_run_keeps_off_the_committed_file_and_refuses_sizes_it_would_drop(capsys):
+    # before, --quick wrote benchmarks/results/he_projection.json and ignored --dataset/--epochs
+    assert bench.parse_args(["--quick"]).json_path.name == "he_projection.quick.json"
+    assert bench.parse_args([]).json_path.name == "he_projection.json"
+    with pytest.raises(SystemExit) as stop:
+        bench.parse_args(["--quick", "--epochs", "50"])
+    assert stop.value.code == 2
+    assert "--quick sets --dataset, --epochs, --timed-steps itself" in capsys.readouterr().err

@@ -17,7 +17,18 @@ def test_tiny_benchmark_writes_json_and_markdown(tmp_path):
     assert code == 0 and data["quick"] is True
     assert [(r["secure"], r["survivors"]) for r in data["results"]] == [(False, 3), (True, 3)]
     assert data["results"][1]["max_abs_error"] < 1e-6
-    assert "quick run" in (tmp_path / "secagg.md").read_text()
+    text = (tmp_path / "secagg.md").read_text()
+    assert "quick run" in text
+    # before, 3 x 64 values were judged against the 10 x 1,000,000 target ("met")
+    assert "at 3 x 64 (not judged: another size)." in text and "(met)" not in text
+
+
+@pytest.mark.parametrize("worst, verdict", [(0.4, "(met)."), (1.5, "(NOT met).")])
+def test_the_target_is_judged_at_its_own_size(worst, verdict):
+    line = bench._target_line({"added_seconds_max": 1.0, "worst_added_seconds": worst}
+                              | {"met": worst < 1.0}, bench.BenchSettings())
+
+    assert line.endswith(verdict) and "10 clients x 1,000,000 values" in line
 
 
 @pytest.mark.parametrize(("argv", "message"), [
