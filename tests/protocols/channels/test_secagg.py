@@ -161,7 +161,8 @@ def test_a_roster_of_the_wrong_types_or_size_is_a_protocol_error(threshold, n_cl
     ("masked", lambda f: {**f, "y": f["y"][:-1]}),
     ("masked", lambda f: {}),
     ("reveal", lambda f: {**f, "b_shares": f["b_shares"][:, :3]}),
-], ids=["short key", "low-order c_pk", "low-order s_pk", "shares for too few", "short masked input", "no fields", "short shares"])
+], ids=["short key", "low-order c_pk", "low-order s_pk", "shares for too few", "short masked input", "no fields",
+        "short shares"])
 def test_a_client_whose_message_is_malformed_is_dropped_and_the_others_are_summed(stage, edit):
     # Arrange: five clients, c0 buggy at one stage (it may fail afterwards; the round must not); c0 is
     # first in every list, so its reveal would be among the t the server uses
