@@ -8,8 +8,11 @@ unanswered until they time out; here it is answered between tries and polls.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
+import ipaddress
 import json
 import re
+import socket
 import time
 from typing import Any
 
@@ -29,8 +32,12 @@ def connect(host: str, port: int, parties: int, is_master: bool, deadline: float
     """The rendezvous store: rank 0 serves it at once; the others try to reach it one
     second at a time (Ctrl-C is answered between tries) until ``deadline``."""
     if is_master:
+        # TCPStore listens on every interface whatever ``host`` says; a loopback run hands it a
+        # socket of its own on that address, so no other machine reaches the unauthenticated store
+        listen = _loopback_socket(host, port)
+        extra = {} if listen is None else {"master_listen_fd": listen, "use_libuv": False}
         return dist.TCPStore(host, port, parties, is_master=True, wait_for_workers=False,
-                             timeout=_dt.timedelta(seconds=max(deadline - time.monotonic(), 1.0)))
+                             timeout=_dt.timedelta(seconds=max(deadline - time.monotonic(), 1.0)), **extra)
     while True:
         left = deadline - time.monotonic()
         try:
@@ -44,6 +51,26 @@ def connect(host: str, port: int, parties: int, is_master: bool, deadline: float
             continue
         store.set_timeout(_dt.timedelta(seconds=max(left, 1.0)))
         return store
+
+
+def _loopback_socket(host: str, port: int) -> int | None:
+    """A listening socket's file descriptor on ``host``:``port`` when ``host`` is a loopback
+    address (the store then owns it), else None. A busy port is torch's EADDRINUSE error."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a name: resolved by torch, listened for on every interface as before
+        return None
+    if not address.is_loopback:
+        return None
+    sock = socket.socket(socket.AF_INET6 if address.version == 6 else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen()
+    except OSError as exc:  # as RuntimeError, torch's kind, so the caller's one-line report takes it
+        sock.close()
+        raise RuntimeError(f"{'EADDRINUSE: ' if exc.errno == errno.EADDRINUSE else ''}{exc.strerror}") from None
+    return sock.detach()
 
 
 def announce(store: Any, rank: int, mine: dict[str, Any]) -> None:

@@ -193,6 +193,28 @@ def test_the_first_party_on_a_port_in_use_says_so():
             TorchDistTransport("a", ("a", "b"), host="127.0.0.1", port=port, connect_timeout=5)
 
 
+def test_a_loopback_rendezvous_store_listens_on_loopback_only():
+    # before, TCPStore listened on every interface whatever host it was given, so a local run's
+    # unauthenticated store was reachable from other machines
+    import time
+
+    from protocols.transport.rendezvous import connect
+    from protocols.transport.torchdist import free_port
+
+    port = free_port()
+    store = connect("127.0.0.1", port, 1, True, time.monotonic() + 5)
+    store.set("k", "v")
+    listening = [line.split()[1] for line in _tcp_listeners() if line.split()[1].endswith(f":{port:04X}")]
+
+    assert listening == [f"0100007F:{port:04X}"]  # 127.0.0.1, not 00000000 (every interface)
+    assert connect("127.0.0.1", port, 1, False, time.monotonic() + 5).get("k") == b"v"
+
+
+def _tcp_listeners():
+    with open("/proc/net/tcp") as table:  # columns: sl, local address, remote address, state (0A: LISTEN)
+        return [line for line in table.read().splitlines()[1:] if line.split()[3] == "0A"]
+
+
 @pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", "host:abc", ":80", "[::1]:80:1", "[]:80",
                                   "[::1:80", "a]:80"])
 def test_bad_addresses_give_one_line_errors(text):
