@@ -3,8 +3,11 @@
 >>> secret = make_he("paillier", key_bits=2048)            # key owner
 >>> public = load_public_context("paillier", secret.public_context().serialize())
 >>> enc = public.encrypt(x)                                  # anyone with the public context
->>> y = (enc @ w + b).to_fields()                            # evaluator; codec-ready
->>> secret.decrypt(EncryptedArray.from_fields(secret.public_context(), y))
+>>> y = (enc @ w + public.encrypt(mask)).to_fields()         # evaluator: fresh randomness, masked
+>>> secret.decrypt(EncryptedArray.from_fields(secret.public_context(), y))  # x @ w + mask
+
+A result of plain operands alone (``enc @ w + b``) is a deterministic function of
+``enc``: see :mod:`protocols.he.base` before one leaves the evaluator.
 
 Only public contexts and arrays cross a channel; a :class:`SecretContext` refuses
 to be pickled and its repr hides the key. See :mod:`protocols.he.base` for the

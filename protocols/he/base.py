@@ -17,6 +17,13 @@ ciphertext carries several values ("lanes") of one column. Hence
   backend can sum lanes homomorphically: CKKS with Galois keys, Paillier with
   ``pack=False``). Mask the result first (:mod:`protocols.channels.masking`) and the
   key owner sees only masked lanes.
+
+Results of plain operands carry no fresh randomness: ``enc * 0`` or a zero column of
+``W`` gives the ciphertext 1, visibly Enc(0), and anyone holding ``enc`` can search for
+a small plain multiplier from ``enc * w``. So a result that leaves the evaluator must
+first get fresh randomness: adding a fresh encryption (as the masks of
+:mod:`protocols.channels.masking` are, and as the interactive layer's engines add
+one of zero) does it.
 """
 
 from __future__ import annotations
@@ -51,14 +58,23 @@ def as_plain(value: Any, what: str) -> np.ndarray:
     return array
 
 
+def short_repr(value: Any, width: int = 32) -> str:
+    """``repr(value)`` cut to ``width`` characters, for one-line errors about values a peer may send."""
+    shown = repr(value)
+    return shown if len(shown) <= width else shown[:width - 3] + "..."
+
+
 def plaintext_to_encrypt(values: Any, bound: float | None, max_abs: float) -> tuple[np.ndarray, float]:
     """Checked plaintext for ``encrypt`` and its bound: non-empty, finite, within the bound."""
     plain = as_plain(values, "plaintext")
-    limit = max_abs if bound is None else float(bound)
+    try:
+        limit = max_abs if bound is None else float(bound)
+    except (TypeError, ValueError, OverflowError):
+        limit = math.nan
     if plain.size == 0:
         raise InputError("cannot encrypt an empty array")
     if not 0 < limit < math.inf:
-        raise InputError(f"bound must be positive and finite, got {bound!r}")
+        raise InputError(f"bound must be a positive finite number, got {short_repr(bound)}")
     peak = float(np.max(np.abs(plain)))
     if peak > limit:
         raise EncodingOverflowError(f"|value| {peak:g} exceeds the encryption bound {limit:g}")

@@ -31,7 +31,7 @@ from tenseal import sealapi
 
 from protocols.errors import CryptoError, DecodeError, InputError
 from protocols.he.base import (EncryptedArray, PublicContext, SecretContext, key_fingerprint,
-                               plaintext_to_encrypt)
+                               plaintext_to_encrypt, short_repr)
 from protocols.he.ckks_array import LAYOUTS, CKKSArray, encrypt_batched
 from protocols.he.parallel import resolve_workers
 from protocols.he.sealfile import seal_bytes, varint
@@ -81,7 +81,7 @@ class CKKSConfig:
         if isinstance(self.max_abs, bool) or not isinstance(self.max_abs, (int, float)) \
                 or not 0 < self.max_abs <= self.value_limit:
             raise InputError(f"CKKSConfig.max_abs must be in (0, {self.value_limit:g}], got "
-                             f"{self.max_abs!r}")
+                             f"{short_repr(self.max_abs)}")
         if not isinstance(self.galois_keys, bool):
             raise InputError("CKKSConfig.galois_keys must be bool")
         resolve_workers(self.workers)

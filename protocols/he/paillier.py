@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Mapping
 
@@ -20,7 +21,7 @@ from gmpy2 import mpz
 
 from protocols.errors import CryptoError, DecodeError, InputError
 from protocols.he.base import (EncryptedArray, PublicContext, SecretContext, key_fingerprint,
-                               plaintext_to_encrypt)
+                               plaintext_to_encrypt, short_repr)
 from protocols.he.fixedpoint import FixedPointArray, encode_fixed, scaled_bound, unpack
 from protocols.he.paillier_array import PaillierArray, fields_scalar, grid_shape
 from protocols.he.paillier_keys import PaillierPrivateKey, PaillierPublicKey
@@ -28,6 +29,7 @@ from protocols.he.parallel import resolve_workers
 
 MAGIC = b"SFL-HE-PAILLIER\x01"
 _MAX_CONTEXT_BYTES = 1 << 16
+FLOAT_MAX = sys.float_info.max
 _PUBLIC_FIELDS = ("key_bits", "precision_bits", "slot_bits", "max_abs", "pack")
 
 
@@ -65,9 +67,9 @@ class PaillierConfig:
             raise InputError(f"PaillierConfig.slot_bits must be an int in 16..key_bits-2, got "
                              f"{self.slot_bits!r}")
         if isinstance(self.max_abs, bool) or not isinstance(self.max_abs, (int, float)) \
-                or not 0 < self.max_abs < math.inf:
+                or not 0 < self.max_abs < FLOAT_MAX:  # an int past float's range too (it comes in peers' JSON)
             raise InputError(f"PaillierConfig.max_abs must be a positive finite number, got "
-                             f"{self.max_abs!r}")
+                             f"{short_repr(self.max_abs)}")
         if self.input_bound_bits(self.max_abs) > self.lane_bits - 1:
             raise InputError(f"PaillierConfig.max_abs={self.max_abs:g} at precision_bits="
                              f"{self.precision_bits} does not fit a {self.lane_bits}-bit slot")
@@ -85,7 +87,10 @@ class PaillierConfig:
 
     def input_bound_bits(self, bound: float) -> int:
         """Lane bits of freshly encrypted values with ``|v| <= bound``."""
-        return math.ceil(math.ldexp(float(bound), self.precision_bits)).bit_length()
+        try:
+            return math.ceil(math.ldexp(float(bound), self.precision_bits)).bit_length()
+        except OverflowError:  # past float's range: wider than any key
+            return self.key_bits
 
     def public_dict(self) -> dict[str, Any]:
         """The parameters that travel with the public key."""

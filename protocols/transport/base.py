@@ -125,6 +125,15 @@ class Mailbox:
             raise self._errors.get(src) or self._aborted  # type: ignore[misc]
 
 
+def checked_timeout(timeout: Any, what: str) -> float:
+    """``timeout`` as float seconds; InputError naming ``what`` unless it is a positive number a
+    wait can take (NaN waited forever, inf overflowed the clock, a str failed inside the wait)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not 0 < timeout <= threading.TIMEOUT_MAX:
+        raise InputError(f"{what} must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
 class Transport(ABC):
     """One party's endpoint: tagged send/recv to named peers, counted in one place."""
 
@@ -134,11 +143,9 @@ class Transport(ABC):
             raise InputError(f"party {name!r} is not one of the parties {list(parties)}")
         if len(set(parties)) != len(parties):
             raise InputError(f"party names must be unique, got {list(parties)}")
-        if not 0 < timeout <= threading.TIMEOUT_MAX:  # NaN and inf too: a wait cannot take them
-            raise InputError(f"timeout must be a positive number of seconds, got {timeout}")
         self.name = name
         self.parties = tuple(parties)
-        self.timeout = float(timeout)
+        self.timeout = checked_timeout(timeout, "timeout")
         self.meter = CommMeter(name)
         self.record = record
         self.log: list[Message] = []
@@ -164,7 +171,8 @@ class Transport(ABC):
     def recv(self, src: str, tag: Tag, *, timeout: float | None = None) -> Message:
         """Wait for the message from ``src`` with exactly ``tag``; decode and check it."""
         self._check_peer(src)
-        frame = self._mailbox.get(src, tag, self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else checked_timeout(timeout, "recv timeout")
+        frame = self._mailbox.get(src, tag, wait)
         message = decode(frame)
         if message.src != src or message.dst != self.name or message.tag != tag:
             raise TagMismatchError(

@@ -143,6 +143,13 @@ def test_shape_mismatch_names_both_shapes(scheme: Scheme) -> None:
         a @ np.ones((2, 0))
 
 
+@pytest.mark.parametrize("bound", ["a", 10**400, [1.0], 0, float("nan")])
+def test_an_encryption_bound_that_is_no_number_names_the_bound(scheme: Scheme, bound) -> None:
+    # before: "could not convert string to float", a bare OverflowError or TypeError
+    with pytest.raises(InputError, match="bound must be a positive finite number, got "):
+        scheme.public.encrypt(np.ones(2), bound=bound)
+
+
 def test_unsupported_operations_raise_input_error(scheme: Scheme) -> None:
     enc = scheme.public.encrypt(np.ones((2, 2)))
 

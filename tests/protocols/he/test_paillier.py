@@ -128,6 +128,24 @@ def test_load_rejects_modulus_with_small_factor(paillier: Scheme) -> None:
         load_public_context("paillier", bad, insecure_small_keys_for_tests=True)
 
 
+@pytest.mark.parametrize("max_abs, message", [
+    (10**400, "max_abs must be a positive finite number, got 1000000000000000000000000000..."),
+    (1e308, "max_abs=1e\\+308 at precision_bits=.* does not fit"),
+])
+def test_a_peers_context_with_a_max_abs_past_floats_range_is_an_input_error(paillier: Scheme, max_abs,
+                                                                            message) -> None:
+    # Arrange: before, float(max_abs) or ldexp raised a bare OverflowError out of load
+    import json
+
+    from protocols.he.paillier import MAGIC
+
+    body = json.loads(paillier.secret.public_context().serialize()[len(MAGIC):])
+    bad = MAGIC + json.dumps({**body, "max_abs": max_abs}).encode()
+    # Act / Assert
+    with pytest.raises(InputError, match=message):
+        load_public_context("paillier", bad, insecure_small_keys_for_tests=True)
+
+
 def test_load_checks_the_modulus_size_before_its_primality(paillier: Scheme) -> None:
     # Arrange: a 200,000-bit odd n would take minutes to test for primality
     n = (1 << 199_999) + 1

@@ -134,10 +134,19 @@ def test_parties_run_with_a_short_gil_switch_interval_which_is_restored_after():
     assert sys.getswitchinterval() == before
 
 
-@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf")])
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), "5", True])
 def test_a_timeout_a_wait_cannot_take_is_refused_up_front(timeout):
     with pytest.raises(InputError, match="timeout must be a positive number of seconds"):
         InProcessNetwork(["p", "q"], timeout=timeout)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), "5"])
+def test_a_recv_timeout_a_wait_cannot_take_is_refused(timeout):
+    # before, NaN waited forever, inf overflowed the clock and "5" failed inside the wait
+    transport = InProcessNetwork(["p", "q"], timeout=5.0)["p"]
+
+    with pytest.raises(InputError, match=f"recv timeout must be a positive number of seconds, got {timeout!r}"):
+        transport.recv("q", Tag(0, "s"), timeout=timeout)
 
 
 def test_ctrl_c_taken_by_a_party_thread_stops_every_party_before_it_goes_on():
