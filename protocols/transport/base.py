@@ -125,12 +125,14 @@ class Mailbox:
             raise self._errors.get(src) or self._aborted  # type: ignore[misc]
 
 
-def checked_timeout(timeout: Any, what: str) -> float:
-    """``timeout`` as float seconds; InputError naming ``what`` unless it is a positive number a
-    wait can take (NaN waited forever, inf overflowed the clock, a str failed inside the wait)."""
+def checked_timeout(timeout: Any, what: str, *, poll: bool = False) -> float:
+    """``timeout`` as float seconds; InputError naming ``what`` unless it is a number a wait can
+    take (NaN waited forever, inf overflowed the clock, a str failed inside the wait): positive,
+    or with ``poll`` also 0, a look that does not wait."""
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-            or not 0 < timeout <= threading.TIMEOUT_MAX:
-        raise InputError(f"{what} must be a positive number of seconds, got {timeout!r}")
+            or not (0 <= timeout if poll else 0 < timeout) or not timeout <= threading.TIMEOUT_MAX:
+        kind = "a number of seconds >= 0" if poll else "a positive number of seconds"
+        raise InputError(f"{what} must be {kind}, got {timeout!r}")
     return float(timeout)
 
 
@@ -171,7 +173,7 @@ class Transport(ABC):
     def recv(self, src: str, tag: Tag, *, timeout: float | None = None) -> Message:
         """Wait for the message from ``src`` with exactly ``tag``; decode and check it."""
         self._check_peer(src)
-        wait = self.timeout if timeout is None else checked_timeout(timeout, "recv timeout")
+        wait = self.timeout if timeout is None else checked_timeout(timeout, "recv timeout", poll=True)
         frame = self._mailbox.get(src, tag, wait)
         message = decode(frame)
         if message.src != src or message.dst != self.name or message.tag != tag:
