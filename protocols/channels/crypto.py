@@ -78,13 +78,13 @@ def agree(private: X25519PrivateKey, peer_public: bytes) -> bytes:
 def usable_public(peer_public: bytes) -> bool:
     """Whether ``peer_public`` is a 32-byte X25519 key that key agreement accepts (not low order).
 
-    Checked by agreeing with a throwaway key: the contributory check of :func:`agree` is the
-    same for every private key."""
+    Checked by agreeing with a throwaway key (not one of :func:`new_private_key`'s protocol
+    keys): the contributory check of :func:`agree` is the same for every private key."""
     if len(peer_public) != KEY_BYTES:
         return False
     try:
-        agree(new_private_key(), peer_public)
-    except CryptoError:
+        X25519PrivateKey.generate().exchange(X25519PublicKey.from_public_bytes(bytes(peer_public)))
+    except (ValueError, TypeError):
         return False
     return True
 
