@@ -4,7 +4,9 @@ With a data folder (--data-dir, or the SECUREFL_DATA environment variable) each
 dataset's files are looked up where securefl run will look for them: ready (every file
 present), missing (which file, and where it belongs) or bundled (no files needed).
 --verify also checks every file's sha256 against the registry, as a run does before
-it loads a dataset, and calls a file whose checksum differs damaged. --details adds
+it loads a dataset, and calls a file whose checksum differs damaged; its last line
+says whether any file present is damaged, and it then exits with status 1 (a missing
+file is not an error: that dataset is just not on this machine). --details adds
 each dataset's description, source, licence and files. Without a data folder it lists
 the registry only.
 """
@@ -41,7 +43,8 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("datasets", help="list the registered datasets and whether their files are here",
                               description=plain_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", type=Path, help=f"the data folder (default: ${DATA_ENV})")
-    p.add_argument("--verify", action="store_true", help="also check each file's sha256 (reads every file)")
+    p.add_argument("--verify", action="store_true",
+                   help="also check each file's sha256 (reads every file); exit status 1 if any present is damaged")
     p.add_argument("--details", action="store_true", help="print description, source, licence and files")
     p.add_argument("--json", type=Path, help="write the list, with each file's state, here")
     p.set_defaults(handler=run)
@@ -97,7 +100,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_json_atomically(args.json, {"data_dir": str(root) if root else None, "verified": bool(args.verify),
                                           "datasets": [_record(e, f, s) for e, f, s in rows]})
-    return 0
+    if not args.verify or root is None:
+        return 0
+    damaged = sorted({f.path for _, files, _ in rows for f in files or () if f.state == "damaged"})
+    print(_verdict(damaged))
+    return 1 if damaged else 0
+
+
+def _verdict(damaged: list[str]) -> str:
+    """The last line of ``--verify``: which registered files present are damaged, if any."""
+    if not damaged:
+        return "verify: every file present with a registered checksum matches it"
+    shown = ", ".join(damaged[:3]) + (f" and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+    return f"verify: {_files(len(damaged))} damaged ({shown}): sha256 differs from the registry's"
 
 
 def _details(entry: DatasetEntry, files: tuple[FileState, ...] | None) -> str:

@@ -46,19 +46,42 @@ def run(args: argparse.Namespace) -> int:
     if not path.parent.is_dir():
         raise InputError(f"{path}: {path.parent} is not a folder")
     key = crypto.new_private_key()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(crypto.private_bytes(key).hex() + "\n")
+    _write_new(path, crypto.private_bytes(key).hex() + "\n", 0o600)
     public = crypto.public_bytes(key).hex()
     try:
-        fd = os.open(public_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(public + "\n")
+        _write_new(public_path, public + "\n", 0o644)
     except BaseException:  # nothing half-written: no private key without its public one
-        path.unlink(missing_ok=True)
+        _remove(path)
         raise
     print(f"private key: {path} (keep it; owner-only) | public key: {public} (also in {public_path})")
     return 0
+
+
+def _write_new(path: Path, text: str, mode: int) -> None:
+    """Create ``path`` (never over a file or link already there) holding ``text``. On any failure the
+    file this call created is removed, so a retry is not refused by a partial key; the error names it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    except FileExistsError:  # appeared since the check: someone else's file, left alone
+        raise InputError(f"{path} exists; keygen never overwrites a key") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot create the key file ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+    except BaseException as exc:
+        _remove(path)
+        if isinstance(exc, OSError):
+            raise InputError(f"{path}: cannot write the key ({exc.strerror or exc}); no key was kept") from None
+        raise
+
+
+def _remove(path: Path) -> None:
+    """Remove a key file this call created; a failure to remove must not hide the error that led here."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def load_identity(args: argparse.Namespace, peers: Sequence[str]) -> tuple[Any, dict[str, bytes] | None]:

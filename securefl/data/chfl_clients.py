@@ -23,7 +23,7 @@ import pandas as pd
 
 from protocols.errors import InputError
 from securefl.data.chfl_partition import CHFLPartition, ClientData, ClientSplit, sample_rows
-from securefl.data.tables import check_labelled, not_numeric, read_labelled_csv
+from securefl.data.tables import check_labelled, natural_clients, not_numeric, read_labelled_csv
 
 
 def parse_common(text: str, *, where: str) -> tuple[str, ...]:
@@ -111,14 +111,11 @@ def load_csv_partition(path: str | Path, *, label: str, client_column: str, comm
     if client_column in common:
         raise InputError(f"--features: common column {client_column!r} is the --client-column; name features only")
     path, frame = read_labelled_csv(path, label=label, also=("--client-column", client_column))
-    unassigned = int(frame[client_column].isna().sum())
-    if unassigned:
-        raise InputError(f"--client-column {client_column!r}: {unassigned} rows of {path} name no client")
+    groups = natural_clients(path, frame, "--client-column", client_column)
     check_labelled(path, frame, label)
     classes = tuple(sorted(set(frame[label].astype(str))))
     if len(classes) < 2:
         raise InputError(f"--label {label!r}: {path} holds one class; classification needs two or more")
-    groups = [(str(n), rows.drop(columns=client_column)) for n, rows in frame.groupby(client_column, sort=True)]
     if len(groups) < 2:
         raise InputError(f"--client-column {client_column!r} in {path} gives {len(groups)} client; need 2 or more")
     built = [client_data(rows, name=n, label=label, common=common, classes=classes,

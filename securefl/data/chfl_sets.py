@@ -89,12 +89,40 @@ def load_covertype(paths: Sequence[Path]) -> TabularDataset:
 
 def load_sensorless(paths: Sequence[Path]) -> TabularDataset:
     """UCI ``Sensorless_drive_diagnosis.txt``: 48 space-separated features, class 1..11 last."""
-    table = np.loadtxt(paths[0], dtype=np.float64)
-    if table.ndim != 2 or table.shape[1] != 49:
+    try:
+        table = np.loadtxt(paths[0], dtype=np.float64, ndmin=2)
+    except ValueError:  # UnicodeDecodeError too: numpy's message names neither the file nor, always, the line
+        raise _text_table_error(paths[0]) from None
+    if table.shape[1] != 49:
         raise InputError(f"{paths[0]}: expected 49 space-separated columns (48 features, label last),"
                          f" got shape {list(table.shape)}")
-    return _encode("sensorless", table[:, :-1], table[:, -1].astype(np.int64),
-                   [f"x{i}" for i in range(48)])
+    names = [f"x{i}" for i in range(48)]
+    _check_finite("sensorless", table, [*names, "class"], str(paths[0]))
+    fractional = np.flatnonzero(table[:, -1] != np.floor(table[:, -1]))
+    if len(fractional):
+        raise InputError(f"{paths[0]}: class {table[fractional[0], -1]:g} in data row {fractional[0] + 1}"
+                         " is not a whole number")
+    return _encode("sensorless", table[:, :-1], table[:, -1].astype(np.int64), names)
+
+
+def _text_table_error(path: Path) -> InputError:
+    """The error for a whitespace-separated table of numbers that numpy cannot read: the first line
+    holding a value that is not a number, or with another count of values than the first line."""
+    width = None
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            values = line.split("#", 1)[0].split()
+            if not values:
+                continue
+            for value in values:
+                try:
+                    float(value)
+                except ValueError:
+                    return InputError(f"{path}: line {number}: {value[:40]!r} is not a number")
+            if width is not None and len(values) != width:
+                return InputError(f"{path}: line {number} has {len(values)} values where the first line has {width}")
+            width = len(values)
+    return InputError(f"{path}: not a table of numbers")
 
 
 def _open_text(path: Path) -> io.TextIOBase:
@@ -161,27 +189,42 @@ def load_jannis(paths: Sequence[Path]) -> TabularDataset:
 def read_libsvm(path: Path, *, name: str, width: int | None = None) -> TabularDataset:
     """A LIBSVM-format file (``label idx:value ...``, 1-based indices), optionally .bz2/.gz compressed.
     ``width``: the number of features (a sparse file need not use the last); an index past it is an error."""
-    labels: list[str] = []
+    labels: list[int] = []
     entries: list[dict[int, float]] = []
     with _open_text(path) as handle:
         for number, line in enumerate(handle, 1):
             parts = line.split()
-            if not parts:
-                continue
-            try:
-                entries.append({int(k) - 1: float(v) for k, v in (p.split(":", 1) for p in parts[1:])})
-            except ValueError:
-                raise InputError(f"{path}: line {number} is not in LIBSVM format (label idx:value ...)") from None
-            labels.append(parts[0])
-    used = 1 + max((max(e) for e in entries if e), default=0)
-    if width is not None and used > width:
-        raise InputError(f"{path}: feature index {used} where {name} has {width} features; is it the right file?")
-    width = used if width is None else width
+            if parts:
+                label, row = _libsvm_line(path, number, parts, name=name, width=width)
+                labels.append(label)
+                entries.append(row)
+    width = width if width is not None else 1 + max((max(e) for e in entries if e), default=-1)
     features = np.zeros((len(entries), width))
     for i, row in enumerate(entries):
         features[i, list(row)] = list(row.values())
-    return _encode(name, features, np.array(labels).astype(np.float64).astype(np.int64),
-                   [f"x{i + 1}" for i in range(width)])
+    names = [f"x{i + 1}" for i in range(width)]
+    _check_finite(name, features, names, str(path))
+    return _encode(name, features, np.array(labels, dtype=np.int64), names)
+
+
+def _libsvm_line(path: Path, number: int, parts: Sequence[str], *, name: str, width: int | None
+                 ) -> tuple[int, dict[int, float]]:
+    """One LIBSVM line's class (a whole number) and {0-based column: value}; an index below 1 or
+    past ``width`` is refused, as it would land in another column or none."""
+    try:
+        label = float(parts[0])
+        row = {int(k): float(v) for k, v in (p.split(":", 1) for p in parts[1:])}
+    except ValueError:
+        raise InputError(f"{path}: line {number} is not in LIBSVM format (label idx:value ...)") from None
+    if not label.is_integer():
+        raise InputError(f"{path}: line {number}: class label {parts[0]!r} is not a whole number")
+    bad = [k for k in row if k < 1]
+    if bad:
+        raise InputError(f"{path}: line {number}: feature index {bad[0]}; LIBSVM indices start at 1")
+    if width is not None and row and max(row) > width:
+        raise InputError(f"{path}: line {number}: feature index {max(row)} where {name} has {width} features;"
+                         " is it the right file?")
+    return int(label), {k - 1: v for k, v in row.items()}
 
 
 def load_aloi(paths: Sequence[Path]) -> TabularDataset:
@@ -212,6 +255,8 @@ def load_csv_dataset(path: str | Path, *, label: str, name: str | None = None,
         raise InputError(f"--features names column {label!r}, which is the --label column; name features only")
     path, frame = read_labelled_csv(path, label=label, features=columns)
     check_labelled(path, frame, label)
+    if frame[label].astype(str).nunique() < 2:  # one class: a model that learns nothing scores accuracy 1.0
+        raise InputError(f"--label {label!r}: {path} holds one class; classification needs two or more")
     features = frame.drop(columns=[label])
     if columns is not None:
         named = set(columns)

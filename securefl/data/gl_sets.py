@@ -27,7 +27,7 @@ import pandas as pd
 
 from protocols.errors import InputError
 from securefl.data.entries import DataFile, DatasetEntry
-from securefl.data.tables import check_labelled, read_labelled_csv
+from securefl.data.tables import check_labelled, natural_clients, read_labelled_csv
 from securefl.models.scaling import rescaled_moments
 
 COVER_CLIENTS = ("comanche", "neota", "poudre", "rawah")
@@ -247,16 +247,15 @@ def load_csv_clients(path: str | Path, *, label: str, client_column: str) -> GLD
     path, frame = read_labelled_csv(path, label=label, also=("--client-column", client_column))
     if frame[label].dropna().nunique() < 2:
         raise InputError(f"--label: column {label!r} in {path} needs at least two classes")
-    unassigned = int(frame[client_column].isna().sum())
-    if unassigned:  # groupby would drop these rows without a word
-        raise InputError(f"--client-column {client_column!r}: {unassigned} rows of {path} name no client")
     check_mixed_columns(path, frame, skip=(label, client_column))
     clients = []
-    for name, rows in frame.groupby(client_column, sort=True):
-        rows = _own_columns(rows.drop(columns=client_column).reset_index(drop=True), label)
-        if rows[label].dropna().empty:
-            raise InputError(f"client {name!r} ({client_column}) has no label values in column {label!r}")
-        clients.append(ClientTable(str(name), label, full=rows))
+    for name, rows in natural_clients(path, frame, "--client-column", client_column):
+        rows = _own_columns(rows, label)
+        if rows[label].dropna().nunique() < 2:  # one class: AUROC nan, a model that learns nothing
+            found = "no label values" if rows[label].dropna().empty else "one class"
+            raise InputError(f"client {name!r} ({client_column}) has {found} in column {label!r} of {path};"
+                             " each client needs two or more")
+        clients.append(ClientTable(name, label, full=rows))
     if len(clients) < 2:
         raise InputError(f"--client-column {client_column!r} in {path} gives {len(clients)} client(s); need 2+")
     check_labelled(path, frame, label)  # after the per-client check, which names a client with no labels at all
@@ -300,6 +299,7 @@ def check_mixed_columns(path: Path, frame: pd.DataFrame, *, skip: Sequence[str])
         values = frame[column]
         if column in skip or not (pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)):
             continue
+        _refuse_separated_numbers(path, column, values)
         numbers = pd.to_numeric(values, errors="coerce")
         stray = values.notna() & numbers.isna()
         if stray.any() and numbers.notna().sum() >= 0.9 * values.notna().sum() \
@@ -307,6 +307,21 @@ def check_mixed_columns(path: Path, frame: pd.DataFrame, *, skip: Sequence[str])
             row = int(np.flatnonzero(stray.to_numpy())[0])
             raise InputError(f"{path}: column {column!r} holds numbers but {int(stray.sum())} cell(s) that are not"
                              f" (first: {values.iloc[row]!r} in data row {row + 1}); leave a missing value empty")
+
+
+def _refuse_separated_numbers(path: Path, column: str, values: pd.Series) -> None:
+    """Refuse a column of numbers written with thousands separators ("86,555"): pandas reads it as
+    text, so it would be encoded as categories, every unseen test value -1. (A few stray cells in
+    a column of plain numbers are :func:`check_mixed_columns`' to name.)"""
+    text = values.dropna().astype(str).str.strip()
+    plain = pd.to_numeric(text, errors="coerce").notna()
+    separated = text.str.fullmatch(r"[+-]?\d{1,3}(?:[,_ ]\d{3})+(?:\.\d*)?")
+    if not separated.any() or plain.mean() >= 0.9 or (plain | separated).mean() < 0.9:
+        return
+    first = text[separated].index[0]
+    row = int(np.flatnonzero(values.index == first)[0])
+    raise InputError(f"{path}: column {column!r} holds numbers written with separators ({text[first]!r} in data"
+                     f" row {row + 1}); write plain numbers (86555) so they are read as numbers")
 
 
 def _cover_files() -> tuple[DataFile, ...]:

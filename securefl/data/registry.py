@@ -4,7 +4,9 @@
 the only module-level state. Files are read from a data folder: the one passed
 explicitly (the CLI's ``--data-dir``), else ``$SECUREFL_DATA``. Every file is
 checked against its sha256 on each load, so a truncated or different version of
-a file is an error rather than a silently different benchmark.
+a file is an error rather than a silently different benchmark. A file registered
+without a checksum (one this project has never seen) is checked by the row count
+the registry gives for it instead, and by its loader's checks of the shape.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import os
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from protocols.errors import InputError
+from securefl.data.chfl_sets import TabularDataset
 from securefl.data.entries import DataFile, DatasetEntry
 from securefl.data.horizontal_sets import HORIZONTAL_ENTRIES
 from securefl.data.tdcd_entries import TDCD_ENTRIES
+from securefl.data.tdcd_sets import TieredTable
 from securefl.data.stfl_sets import load_breast_sklearn, load_fate_pair, load_give_credit
 from securefl.data.vertical import VerticalDataset
 
@@ -190,7 +194,31 @@ def load_registered(name: str, *, kind: str, data_dir: str | os.PathLike | None 
     if entry.kind != kind:
         raise InputError(f"dataset {name!r} is a {entry.kind} dataset, not {kind}; {kind} datasets:"
                          f" {', '.join(list_datasets(kind))}")
-    return entry.loader(verified_paths(entry, data_dir))
+    paths = verified_paths(entry, data_dir)
+    loaded = entry.loader(paths)
+    _check_rows(entry, paths, loaded)
+    return loaded
+
+
+def _check_rows(entry: DatasetEntry, paths: Sequence[Path], loaded: object) -> None:
+    """Refuse a file registered without a checksum whose rows differ from the entry's ``n_rows``: no
+    checksum tells a truncated file there, and it would run as a smaller benchmark without a word."""
+    unchecked = [str(path) for path, data_file in zip(paths, entry.files) if data_file.sha256 is None]
+    found = _row_count(loaded)
+    if unchecked and entry.n_rows and found is not None and found != entry.n_rows:
+        raise InputError(f"dataset {entry.name!r}: {', '.join(unchecked)} has {found} rows where the registry"
+                         f" expects {entry.n_rows}; is the file truncated or a different version?")
+
+
+def _row_count(loaded: object) -> int | None:
+    """The rows of a loaded table (None for a kind without one row count, e.g. GL's clients)."""
+    if isinstance(loaded, TabularDataset):
+        return len(loaded.labels)
+    if isinstance(loaded, TieredTable):
+        return len(loaded.y)
+    if isinstance(loaded, VerticalDataset):
+        return loaded.active.n_rows
+    return None
 
 
 def load_vertical(name: str, *, data_dir: str | os.PathLike | None = None) -> VerticalDataset:

@@ -69,7 +69,7 @@ def load_give_credit(files: Sequence[Path]) -> VerticalDataset:
     files: this reproduces FATE's give_credit test files exactly on their 30000 IDs.
     """
     (path,) = files
-    frame = read_party_csv(path, id_column=GIVE_CREDIT_LABEL)  # the ID column has no name to ask for
+    frame = read_party_csv(path, id_column=GIVE_CREDIT_LABEL, unnamed_first=True)  # the IDs' column has no name
     id_column = frame.columns[0]
     ids = tuple(check_ids(frame[id_column].tolist(), source=str(path)))
     labels, _ = binary_labels(frame[GIVE_CREDIT_LABEL], str(path), GIVE_CREDIT_LABEL)

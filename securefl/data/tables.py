@@ -8,6 +8,7 @@ needs it, and lines end in LF.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -43,6 +44,27 @@ def read_text_column(path: str | os.PathLike, column: str) -> pd.Series:
     return _read(Path(path), usecols=[column], dtype=str, keep_default_na=False, na_filter=False)[column]
 
 
+def natural_clients(path: Path, frame: pd.DataFrame, option: str, column: str) -> list[tuple[str, pd.DataFrame]]:
+    """The rows of each client that ``column`` names, by the name's exact text ("01" and "1" are
+    two clients, where pandas' numbers merged them), numeric names in numeric order; every other
+    column as pandas typed it. A row naming no client (an empty cell) is an error."""
+    names = read_text_column(path, column)
+    empty = names.str.strip() == ""
+    if empty.any():  # groupby would drop these rows without a word
+        raise InputError(f"{option} {column!r}: {int(empty.sum())} rows of {path} name no client"
+                         f" (first: data row {int(np.flatnonzero(empty.to_numpy())[0]) + 1})")
+    rows = frame.drop(columns=column).groupby(names.to_numpy(), sort=False)
+    return sorted(((str(name), part.reset_index(drop=True)) for name, part in rows), key=lambda g: _name_order(g[0]))
+
+
+def _name_order(name: str) -> tuple[int, float, str]:
+    try:
+        number = float(name)
+    except ValueError:
+        number = math.nan
+    return (0, number, name) if math.isfinite(number) else (1, 0.0, name)
+
+
 def exact_ids(column: pd.Series, source: str, name: str) -> list[str]:
     """A text ID column as a list; empty IDs and duplicates are errors naming ``source`` and the column."""
     empty = column.str.strip() == ""
@@ -52,16 +74,17 @@ def exact_ids(column: pd.Series, source: str, name: str) -> list[str]:
     return check_ids(column.tolist(), source=source)
 
 
-def read_party_csv(path: str | os.PathLike, id_column: str) -> pd.DataFrame:
-    """Read ``path`` as text columns and check that ``id_column`` exists."""
+def read_party_csv(path: str | os.PathLike, id_column: str, *, unnamed_first: bool = False) -> pd.DataFrame:
+    """Read ``path`` as text columns and check that ``id_column`` exists. ``unnamed_first``: a
+    registered file whose first column (its IDs) has no name, as give_credit's."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: file not found")
     frame = _read(path, dtype=str, keep_default_na=False, na_filter=False)
+    check_header(path, unnamed_first=unnamed_first)
     if id_column not in frame.columns:
         shown = ", ".join(map(str, frame.columns[:10])) + (", ..." if len(frame.columns) > 10 else "")
         raise InputError(f"{path}: no column {id_column!r} (columns: {shown}){delimiter_hint(frame)}")
-    check_header(path)
     return frame
 
 
@@ -95,16 +118,23 @@ def read_labelled_csv(path: str | os.PathLike, *, label: str, also: tuple[str, s
     return path, frame
 
 
-def check_header(path: Path) -> None:
+def check_header(path: Path, *, unnamed_first: bool = False) -> None:
     """Refuse a header that names a column twice (pandas would quietly rename the second ``x.1``),
-    or fewer fields than the first data row holds: when every row has more (a trailing comma),
-    pandas makes their first fields the index, and every column would shift to the left."""
+    leaves one unnamed (pandas would call it ``Unnamed: N``: a table index written with the file
+    becomes a feature; ``unnamed_first`` allows it in the first column), or has fewer fields than
+    the first data row holds: when every row has more (a trailing comma), pandas makes their first
+    fields the index, and every column would shift to the left."""
     try:
         raw = pd.read_csv(path, header=None, nrows=2, dtype=str, keep_default_na=False, na_filter=False)
     except pd.errors.ParserError:
         raise InputError(f"{path}: data rows hold more fields than the header names (a trailing comma?);"
                          " give every row as many fields as the header") from None
     names = raw.iloc[0].tolist() if len(raw) else []
+    stripped = [name.strip() for name in names][1 if unnamed_first else 0:]
+    if "" in stripped:  # pandas would name it "Unnamed: N" and train on it
+        position = stripped.index("") + 1 + (1 if unnamed_first else 0)
+        raise InputError(f"{path}: column {position} of the header has no name (a table index written"
+                         " with it? pandas: to_csv(index=False)); name every column")
     seen: set[str] = set()
     for name in names:
         if name in seen:

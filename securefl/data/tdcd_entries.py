@@ -36,7 +36,8 @@ def load_diabetes_sklearn(paths: Sequence[Path] = ()) -> TieredTable:
 
 def load_superconductivity(paths: Sequence[Path]) -> TieredTable:
     """UCI Superconductivity ``train.csv``: a header row, 81 features, the target last (checked: the
-    file is registered without a checksum, so its shape is what tells a wrong file)."""
+    file is registered without a checksum, so its shape is what tells a wrong file; the registry's
+    ``load_registered`` checks its row count against the entry's)."""
     table = load_regression_csv(paths, header=True)
     if table.x.shape[1] != 81:
         raise InputError(f"{paths[0]}: {table.x.shape[1]} features where Superconductivity has 81;"

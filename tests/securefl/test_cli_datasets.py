@@ -60,10 +60,29 @@ def test_each_file_is_looked_up_where_a_run_would_look(monkeypatch, capsys, tmp_
     code = main(["datasets", "--data-dir", str(tmp_path), *(["--verify"] if verify else [])])
     # Assert
     out = capsys.readouterr().out
-    assert code == 0 and f"data folder: {tmp_path}" in out
+    assert code == (1 if phrase.startswith("damaged") else 0) and f"data folder: {tmp_path}" in out
     toy_line = next(line for line in out.splitlines() if line.startswith("toy "))
     assert toy_line.endswith(phrase) and "gl, fedavg, local" in toy_line
     assert "bundled (no files needed)" in out
+
+
+@pytest.mark.parametrize(("content", "code", "last"), [
+    (b"id,x\n1,3\n", 1, "verify: 1 file damaged (toy/b.csv): sha256 differs from the registry's"),
+    (GOOD, 0, "verify: every file present with a registered checksum matches it"),
+    (None, 0, "verify: every file present with a registered checksum matches it"),  # missing: not on this machine
+])
+def test_verify_exits_1_when_a_file_present_is_damaged_and_says_so_last(monkeypatch, capsys, tmp_path, content,
+                                                                         code, last):
+    # Arrange
+    _toy_registry(monkeypatch, "toy/a.csv", "toy/b.csv")
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "a.csv").write_bytes(GOOD)
+    if content is not None:
+        (tmp_path / "toy" / "b.csv").write_bytes(content)
+    # Act
+    status = main(["datasets", "--data-dir", str(tmp_path), "--verify"])
+    # Assert
+    assert status == code and capsys.readouterr().out.splitlines()[-1] == last
 
 
 def test_json_records_each_files_state_and_details_print_the_source(monkeypatch, capsys, tmp_path):

@@ -1,5 +1,7 @@
 """``securefl keygen`` and the --identity / --trust files of networked parties."""
 
+import errno
+import os
 import stat
 
 import pytest
@@ -43,6 +45,63 @@ def test_keygen_refuses_a_link_to_nowhere_where_it_would_write(tmp_path, capsys,
     # Assert: one line, no key written anywhere
     assert code == 2 and "exists; keygen never overwrites a key" in capsys.readouterr().err
     assert not victim.exists() and not (tmp_path / "bank.key").is_file()
+
+
+class _FullDisk:
+    """A key file that takes 10 bytes, then fails as a full disk or a file-size limit does."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.close()
+
+    def write(self, text):
+        self.handle.write(text[:10])
+        self.handle.flush()
+        raise OSError(errno.EFBIG, "File too large")
+
+
+@pytest.mark.parametrize("failing", ["bank.key", "bank.key.pub"])
+def test_a_key_file_that_cannot_be_written_is_removed_and_named(tmp_path, monkeypatch, capsys, failing):
+    # Arrange: writing `failing` fails part-way; the other file writes normally
+    real_fdopen = os.fdopen
+    target = tmp_path / failing
+
+    def fdopen(fd, *args, **kwargs):
+        handle = real_fdopen(fd, *args, **kwargs)
+        return _FullDisk(handle) if target.exists() and os.path.samestat(os.fstat(fd), target.stat()) else handle
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
+    # Act
+    code = main(["keygen", str(tmp_path / "bank.key")])
+    # Assert: one line naming the file, nothing left behind, so a retry succeeds
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and f"{target}: cannot write the key (File too large)" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    monkeypatch.setattr(os, "fdopen", real_fdopen)
+    assert main(["keygen", str(tmp_path / "bank.key")]) == 0
+
+
+def test_a_key_file_that_appears_meanwhile_is_left_alone(tmp_path, monkeypatch, capsys):
+    # Arrange: the public key file is created by someone else between keygen's check and its write
+    key, public = tmp_path / "bank.key", tmp_path / "bank.key.pub"
+    real_open = os.open
+
+    def open_(path, flags, *args):
+        if str(path) == str(public):
+            public.write_text("theirs\n")
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", open_)
+    # Act
+    code = main(["keygen", str(key)])
+    # Assert: their file kept as it was, the private key this call wrote removed
+    assert code == 2 and f"{public} exists; keygen never overwrites a key" in capsys.readouterr().err
+    assert public.read_text() == "theirs\n" and not key.exists()
 
 
 def test_a_trust_file_pins_each_listed_peer(tmp_path):

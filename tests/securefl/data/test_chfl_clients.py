@@ -38,6 +38,18 @@ def test_each_client_has_its_own_unique_columns_and_the_shared_classes(tmp_path)
     assert set(np.concatenate([s.labels for s in (north.train, north.val, north.test)])) <= {0, 1}  # "a", "b"
 
 
+def test_client_names_are_the_files_text_so_01_and_1_are_two_clients(tmp_path):
+    # Arrange: before, "01" and "1" merged into one client "1"
+    frame = pd.read_csv(_shared(tmp_path))
+    frame["site"] = np.where(frame["site"] == "north", "01", "1")
+    frame.to_csv(tmp_path / "numbered.csv", index=False)
+    # Act
+    partition = load_csv_partition(tmp_path / "numbered.csv", label="y", client_column="site", common=("c1",),
+                                   seed=3)
+    # Assert
+    assert [c.name for c in partition.clients] == ["01", "1"]
+
+
 def test_a_clients_own_file_gives_it_what_the_shared_file_gives_it(tmp_path):
     # Arrange
     path = _shared(tmp_path)

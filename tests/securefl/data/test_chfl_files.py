@@ -5,11 +5,15 @@ the same format, placed where the registry looks for the real one.
 """
 
 import bz2
+import dataclasses
 import gzip
+import re
+from types import MappingProxyType
 
 import numpy as np
 import pytest
 
+import securefl.data.registry as registry
 from protocols.errors import InputError
 from securefl.data.chfl_sets import TabularDataset, read_arff, read_libsvm
 from securefl.data.registry import load_registered
@@ -19,7 +23,16 @@ ARFF = ("% a comment\n@relation h\n@attribute V1 numeric\n@attribute 'class' {a,
 LIBSVM = "3 1:0.5 3:1\n\n7 2:0.25\n"
 
 
-def test_sensorless_loads_from_its_uci_text_file_in_the_data_folder(tmp_path):
+@pytest.fixture
+def two_rows(monkeypatch):
+    """Register the CHFL sets with 2 rows: these tests' files are 2-row stand-ins, and a file without a
+    checksum is refused when its rows differ from the registry's count."""
+    entries = {name: dataclasses.replace(entry, n_rows=2) if entry.kind == "chfl" else entry
+               for name, entry in registry.REGISTRY.items()}
+    monkeypatch.setattr(registry, "REGISTRY", MappingProxyType(entries))
+
+
+def test_sensorless_loads_from_its_uci_text_file_in_the_data_folder(tmp_path, two_rows):
     # Arrange: UCI's layout, 48 space-separated features then the class 1..11
     rows = np.hstack([np.arange(96, dtype=float).reshape(2, 48), [[11.0], [2.0]]])
     (tmp_path / "chfl").mkdir()
@@ -46,7 +59,7 @@ def test_sensorless_with_another_width_is_refused_naming_the_file(tmp_path):
         load_registered("sensorless", kind="chfl", data_dir=tmp_path)
 
 
-def test_aloi_reads_libsvms_bz2_file_in_the_data_folder(tmp_path):
+def test_aloi_reads_libsvms_bz2_file_in_the_data_folder(tmp_path, two_rows):
     # Arrange: the registered file is LIBSVM's aloi.scale.bz2
     (tmp_path / "chfl").mkdir()
     (tmp_path / "chfl" / "aloi.scale.bz2").write_bytes(bz2.compress(LIBSVM.encode()))
@@ -83,7 +96,7 @@ def test_a_file_of_another_width_is_refused_as_not_the_registered_one(tmp_path, 
 
 
 @pytest.mark.parametrize(("name", "width"), [("helena", 27), ("jannis", 54)])
-def test_helena_and_jannis_read_their_arff_with_the_class_column_anywhere(tmp_path, name, width):
+def test_helena_and_jannis_read_their_arff_with_the_class_column_anywhere(tmp_path, two_rows, name, width):
     # Arrange
     (tmp_path / "chfl").mkdir()
     (tmp_path / "chfl" / f"{name}.arff").write_text(_arff(width))
@@ -140,3 +153,46 @@ def test_a_libsvm_line_out_of_format_is_named_by_number(tmp_path):
     # Act / Assert
     with pytest.raises(InputError, match=r"bad.svm: line 2 is not in LIBSVM format"):
         read_libsvm(path, name="bad")
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ("1 2 3\n4 abc 6\n", r"line 2: 'abc' is not a number"),
+    ("1 2 3\n\n4 5\n", "line 3 has 2 values where the first line has 3"),
+])
+def test_sensorless_text_that_is_not_a_table_of_numbers_names_the_file_and_line(tmp_path, rows, message):
+    # Arrange: the file is registered without a checksum, so nothing but its reader stops a wrong one
+    path = tmp_path / "chfl" / "Sensorless_drive_diagnosis.txt"
+    path.parent.mkdir()
+    path.write_text(rows)
+    # Act / Assert
+    with pytest.raises(InputError, match=message) as err:
+        load_registered("sensorless", kind="chfl", data_dir=tmp_path)
+    assert str(err.value).startswith(f"{path}: ") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("1 1:0.5\nyes 2:0.5\n", "line 2 is not in LIBSVM format"),
+    ("1 1:0.5\n2.5 2:0.5\n", r"line 2: class label '2.5' is not a whole number"),
+    ("1 1:0.5\n2 0:0.5\n", "line 2: feature index 0; LIBSVM indices start at 1"),
+    ("1 1:0.5\n2 -3:0.5\n", "line 2: feature index -3; LIBSVM indices start at 1"),
+    ("1 3:0.5\n2 4:0.5\n", "line 2: feature index 4 where t has 3 features; is it the right file"),
+])
+def test_a_bad_libsvm_label_or_index_is_refused_naming_the_line(tmp_path, text, message):
+    # Arrange: index 0 used to land in the last column, a text label to escape as a traceback
+    path = tmp_path / "t.svm"
+    path.write_text(text)
+    # Act / Assert
+    with pytest.raises(InputError, match=message) as err:
+        read_libsvm(path, name="t", width=3)
+    assert str(err.value).startswith(f"{path}: ")
+
+
+def test_a_truncated_file_without_a_checksum_is_refused_by_its_row_count(tmp_path):
+    # Arrange: two rows of the right width, where the registry counts 58509
+    path = tmp_path / "chfl" / "Sensorless_drive_diagnosis.txt"
+    path.parent.mkdir()
+    np.savetxt(path, np.hstack([np.zeros((2, 48)), [[1.0], [2.0]]]))
+    # Act / Assert
+    with pytest.raises(InputError, match=re.escape(f"dataset 'sensorless': {path} has 2 rows where the registry"
+                                                   " expects 58509; is the file truncated")):
+        load_registered("sensorless", kind="chfl", data_dir=tmp_path)

@@ -1,6 +1,7 @@
 """CHFL datasets: registry entries, loaders, the partitioner and its one-line input errors."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -226,3 +227,12 @@ def test_arff_and_libsvm_readers(tmp_path):
 def test_covertype_from_the_data_folder():
     ds = load_chfl_dataset("covertype")
     assert ds.features.shape == (15120, 54) and np.bincount(ds.labels).tolist() == [2160] * 7
+
+
+def test_user_csv_whose_label_holds_one_class_is_refused(tmp_path):
+    # Arrange: every row labelled 1 (1.0 reads as the same class); a run used to score accuracy 1.0
+    path = tmp_path / "one.csv"
+    path.write_text("a,b,y\n1,2,1\n3,4,1.0\n5,6,1\n")
+    # Act / Assert
+    with pytest.raises(InputError, match=re.escape(f"--label 'y': {path} holds one class; classification needs two")):
+        load_csv_dataset(path, label="y")

@@ -193,6 +193,38 @@ def test_rows_that_name_no_client_are_an_input_error_not_dropped(tmp_path):
         load_csv_clients(path, label="label", client_column="site")
 
 
+def test_client_names_are_the_files_text_so_01_and_1_are_two_clients(tmp_path):
+    # Arrange: before, pandas read the column as numbers and "01" and "1" became one client "1"
+    frame = pd.concat([_toy(n=60).assign(site=s) for s in ("01", "1", "10", "2")], ignore_index=True)
+    frame.to_csv(tmp_path / "sites.csv", index=False)
+    # Act
+    data = load_csv_clients(tmp_path / "sites.csv", label="label", client_column="site")
+    # Assert: four clients, numeric names in numeric order
+    assert [c.name for c in data.clients] == ["01", "1", "2", "10"]
+    assert [len(c.full) for c in data.clients] == [60, 60, 60, 60]
+
+
+def test_a_client_whose_labels_are_one_class_is_refused(tmp_path):
+    # before, it trained, scored AUROC nan and exited 0
+    frame = _toy(n=40)
+    frame.loc[frame.site == "x", "label"] = 1
+    frame.to_csv(tmp_path / "one.csv", index=False)
+
+    with pytest.raises(InputError, match=r"client 'x' \(site\) has one class in column 'label' of .*one\.csv"):
+        load_csv_clients(tmp_path / "one.csv", label="label", client_column="site")
+
+
+def test_numbers_written_with_thousands_separators_are_refused_by_name(tmp_path):
+    # before, "86,555" was text, encoded as a category: every unseen test value -1
+    frame = _toy(n=40)
+    frame["income"] = [f"{v:,}" for v in np.arange(40) * 1_013 + 86_555]
+    frame.to_csv(tmp_path / "income.csv", index=False)
+
+    with pytest.raises(InputError, match=r"column 'income' holds numbers written with separators \('86,555' in data"
+                                         r" row 1\)"):
+        load_csv_clients(tmp_path / "income.csv", label="label", client_column="site")
+
+
 def test_unknown_dataset_is_an_input_error():
     with pytest.raises(InputError, match="unknown dataset 'gl_nope'"):
         load_registered("gl_nope", kind="gl")

@@ -3,14 +3,16 @@
 import dataclasses
 import hashlib
 import re
+from types import MappingProxyType
 
 import numpy as np
 import pytest
 
+import securefl.data.registry as registry
 from protocols.errors import InputError
 from securefl.data import (DEFAULT_DATASET, REGISTRY, DataFile, data_dir, get_dataset, list_datasets,
                            load_vertical)
-from securefl.data.registry import DATA_ENV, file_state, verify_file
+from securefl.data.registry import DATA_ENV, file_state, load_registered, verify_file
 
 STFL_DATASETS = {"breast", "default_credit", "give_credit", "breast_sklearn"}
 
@@ -124,3 +126,35 @@ def test_file_state_says_where_a_file_stands_without_raising(tmp_path):
     assert file_state(tmp_path, DataFile("a.txt", wrong)) == ("damaged", abc)
     assert file_state(tmp_path, DataFile("a.txt", wrong), verify=False) == ("present", None)
     assert file_state(tmp_path, DataFile("a.txt", None)) == ("present", None)
+
+
+def _superconductivity(folder, rows: int):
+    """UCI Superconductivity's layout (a header, 81 features, critical_temp last) with ``rows`` rows."""
+    path = folder / "tdcd" / "superconductivity_train.csv"
+    path.parent.mkdir()
+    header = ",".join([*(f"f{i}" for i in range(81)), "critical_temp"])
+    path.write_text(header + "\n" + "".join(",".join(["1.5"] * 82) + "\n" for _ in range(rows)))
+    return path
+
+
+def test_a_truncated_file_without_a_checksum_is_refused_naming_it_and_both_counts(tmp_path):
+    # Arrange: the right 81 features, but 3 rows where UCI's file has 21263
+    path = _superconductivity(tmp_path, 3)
+
+    with pytest.raises(InputError) as error:
+        load_registered("superconductivity", kind="tdcd", data_dir=tmp_path)
+
+    assert str(error.value) == (f"dataset 'superconductivity': {path} has 3 rows where the registry expects"
+                                " 21263; is the file truncated or a different version?")
+
+
+def test_a_file_without_a_checksum_loads_when_its_rows_match_the_registry(tmp_path, monkeypatch):
+    # Arrange: a 3-row stand-in, registered as 3 rows
+    _superconductivity(tmp_path, 3)
+    entries = dict(registry.REGISTRY)
+    entries["superconductivity"] = dataclasses.replace(entries["superconductivity"], n_rows=3)
+    monkeypatch.setattr(registry, "REGISTRY", MappingProxyType(entries))
+
+    table = load_registered("superconductivity", kind="tdcd", data_dir=tmp_path)
+
+    assert table.x.shape == (3, 81) and table.y.tolist() == [1.5] * 3

@@ -20,7 +20,10 @@ def write(folder: Path, name: str, text: str) -> Path:
     ("id,x,x,y\na,1,2,0\nb,3,4,1\n", r"bad\.csv: column name 'x' appears 2 times in the header"),
     # a trailing comma: pandas would take each row's first field as its index and shift every column left
     ("id,x,y\n1,10,0,\n2,20,1,\n", r"bad\.csv: data rows hold more fields than the header names"),
-], ids=["column named twice", "trailing comma"])
+    # a table index written with the file: pandas would call it "Unnamed: 0" and train on it
+    (",x,y\n0,1,0\n1,3,1\n", r"bad\.csv: column 1 of the header has no name"),
+    ("id,x,,y\na,1,2,0\n", r"bad\.csv: column 3 of the header has no name"),
+], ids=["column named twice", "trailing comma", "index column", "empty name"])
 def test_a_header_that_does_not_fit_the_rows_is_refused(tmp_path, read, text, message):
     path = write(tmp_path, "bad.csv", text)
 

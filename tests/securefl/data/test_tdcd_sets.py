@@ -144,9 +144,13 @@ def test_superconductivity_loads_only_a_file_of_its_81_features(tmp_path, featur
     path.parent.mkdir()
     header = ",".join([*(f"f{i}" for i in range(features)), "critical_temp"])
     path.write_text(header + "\n" + "\n".join(",".join(["1.5"] * (features + 1)) for _ in range(3)) + "\n")
-    # Act / Assert
+    # Act / Assert: the loader takes 81 features; the registry then counts the rows (3, not 21,263)
     if features == 81:
-        assert load_registered("superconductivity", kind="tdcd", data_dir=tmp_path).x.shape == (3, 81)
+        from securefl.data.tdcd_entries import load_superconductivity
+
+        assert load_superconductivity([path]).x.shape == (3, 81)
+        with pytest.raises(InputError, match="has 3 rows where the registry expects 21263"):
+            load_registered("superconductivity", kind="tdcd", data_dir=tmp_path)
     else:
         with pytest.raises(InputError, match="5 features where Superconductivity has 81"):
             load_registered("superconductivity", kind="tdcd", data_dir=tmp_path)
