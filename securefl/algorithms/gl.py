@@ -133,8 +133,9 @@ class GLConfig:
 
 PAPER_SCHEDULE = {"gl_covertype": {"epochs": 105, "batches": 10}, "gl_heart": {"epochs": 10, "batches": 15}}
 """Tables 11-12. Heart: 15 batches as Table 12 says; the authors' launch command has 5, but over
-the 101 heart seeds 15 moves 8 of our 9 AUROCs nearer their released results and none away when
-clients adopt the final average (benchmarks/results/gl_heart_batches15.md against gl.md), and 7
+the 101 heart seeds 15 moves 8 of our 9 AUROCs nearer their released results, the ninth (South
+Africa's FedAvg) 0.13 points away, when clients adopt the final average
+(benchmarks/results/gl_heart_batches15.md against gl.md, both rerun 2026-11-27), and 7
 of 9 (2 by under 0.6 points away) with their own last-round weights (gl_final_local.md before
 and after 2026-11-25), so their numbers fit 15 better."""
 
