@@ -112,13 +112,22 @@ def reconstruct(shares: Sequence[Share], *, threshold: int, length: int) -> byte
     Fewer shares raise :class:`InputError`. Shares that interpolate to a value that
     cannot be a ``length``-byte secret raise :class:`CryptoError`.
     """
+    _check_request(len(shares), threshold, length)
+    return _secret_bytes(interpolate_at_zero(list(shares)[:threshold]), length)
+
+
+def _check_request(count: int, threshold: int, length: int) -> None:
+    """InputError unless ``count`` shares can give a secret of ``length`` bytes at ``threshold``."""
     if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
         raise InputError(f"threshold must be a positive int, got {threshold!r}")
-    if len(shares) < threshold:
-        raise InputError(f"need {threshold} shares to reconstruct, got {len(shares)}")
+    if count < threshold:
+        raise InputError(f"need {threshold} shares to reconstruct, got {count}")
     if not 1 <= length <= MAX_SECRET_BYTES:
         raise InputError(f"secret length must be 1..{MAX_SECRET_BYTES} bytes, got {length}")
-    value = interpolate_at_zero(list(shares)[:threshold])
+
+
+def _secret_bytes(value: int, length: int) -> bytes:
+    """The interpolated ``value`` as ``length`` bytes; CryptoError if it cannot be such a secret."""
     if value >= 1 << (8 * length):
         raise CryptoError("shares do not reconstruct a valid secret")
     return value.to_bytes(length, "big")
@@ -138,7 +147,7 @@ def reconstruct_all(share_sets: Sequence[Sequence[Share]], *, threshold: int, le
     xs = [s.x for s in share_sets[0]]
     if any([s.x for s in shares] != xs for shares in share_sets):
         raise InputError("every secret's shares must come from the same x's, in the same order")
-    reconstruct(share_sets[0], threshold=threshold, length=length)  # the checks on counts and length
+    _check_request(len(xs), threshold, length)
     at_zero = lagrange_weights(xs[:threshold], 0)
     checks = [lagrange_weights(xs[:threshold], x) for x in xs[threshold:]]
     out = []
@@ -146,8 +155,5 @@ def reconstruct_all(share_sets: Sequence[Sequence[Share]], *, threshold: int, le
         ys = [s.y for s in shares]
         if any(sum(w * y for w, y in zip(ws, ys)) % PRIME != extra for ws, extra in zip(checks, ys[threshold:])):
             raise CryptoError("revealed shares are inconsistent: a responder sent a wrong share")
-        value = sum(w * y for w, y in zip(at_zero, ys)) % PRIME
-        if value >= 1 << (8 * length):
-            raise CryptoError("shares do not reconstruct a valid secret")
-        out.append(value.to_bytes(length, "big"))
+        out.append(_secret_bytes(sum(w * y for w, y in zip(at_zero, ys)) % PRIME, length))
     return out
