@@ -31,7 +31,7 @@ from securefl.algorithms.gl_select import SELECT, EpochPicker, check_validation
 from securefl.algorithms.training import intra_op_threads
 from securefl.data.gl_sets import ClientData
 from securefl.models.tabular import GLModel, TabularShape, count, paper_widths
-from securefl.runtime import SeedPlan, resolve_device
+from securefl.runtime import SeedPlan, finite_scores, resolve_device
 from securefl.runtime.classification import classification_report
 from securefl.runtime import validation as check
 from securefl.runtime.federated import averaging_server, client_average, flatten
@@ -251,7 +251,7 @@ def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig
         federated_values = flatten(shared) if shared else None  # the last round's, whichever epoch is scored
         selected = picker.restore(model, config.epochs)
         probs = probabilities(model, as_tensor(data.x_test, device))
-    metrics, classes = classification_report(data.y_test, probs)
+    metrics, classes = classification_report(data.y_test, finite_scores(probs, who=f"client {data.name!r}"))
     return {"client": data.name, "metrics": metrics, "per_class": classes,
             "train_seconds": train_seconds, "train_rows": int(len(data.y_train)),
             "test_rows": int(len(data.y_test)), "evaluated_on": data.evaluated_on,

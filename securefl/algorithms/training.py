@@ -20,7 +20,7 @@ from torch import nn
 from protocols.errors import InputError
 from securefl.models.scaling import Standardizer
 from securefl.models.vae import VAE
-from securefl.runtime import SeedPlan, binary_metrics, resolve_device
+from securefl.runtime import SeedPlan, binary_metrics, finite_scores, resolve_device
 from securefl.runtime import validation as check
 from securefl.runtime.threads import intra_op_threads
 
@@ -199,7 +199,7 @@ def train_and_evaluate(model: nn.Module, x: np.ndarray, y: np.ndarray, train: np
     trained = time.perf_counter()
     with intra_op_threads(config.threads):
         scores = predict_scores(model, as_tensor(scaler.transform(x[test]), device))
-    metrics = binary_metrics(y[test], scores)
+    metrics = binary_metrics(y[test], finite_scores(scores, who=purpose))
     return metrics, {"training": trained - start, "inference": time.perf_counter() - trained}, history
 
 

@@ -52,7 +52,8 @@ def seeded_(module: nn.Module, generator: torch.Generator | None) -> nn.Module:
     return module
 
 
-def _check_width(value: int, what: str) -> int:
+def check_width(value: int, what: str) -> int:
+    """``value``, or InputError naming ``what`` unless it is a positive int (a layer width)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"{what} must be a positive int, got {value!r}")
     return value
@@ -65,9 +66,9 @@ def mlp(n_inputs: int, hidden: int, n_outputs: int = 1, *,
     Used as the active party's classifier (one logit), the centralized baseline and
     the hierarchical baseline's passive encoders (``n_outputs`` = latent width).
     """
-    _check_width(n_inputs, "n_inputs")
-    _check_width(hidden, "hidden")
-    _check_width(n_outputs, "n_outputs")
+    check_width(n_inputs, "n_inputs")
+    check_width(hidden, "hidden")
+    check_width(n_outputs, "n_outputs")
     net = nn.Sequential(nn.Linear(n_inputs, hidden), nn.ReLU(), nn.Linear(hidden, n_outputs))
     return seeded_(net, generator)  # type: ignore[return-value]
 
@@ -85,14 +86,14 @@ class HierarchicalMLP(nn.Module):
     def __init__(self, active_features: int, passive_features: Sequence[int], *, multiplier: int,
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
-        _check_width(active_features, "active_features")
+        check_width(active_features, "active_features")
         if not passive_features:
             raise InputError("HierarchicalMLP needs at least one passive party")
         self.active_features = active_features
         self.blocks: list[tuple[int, int]] = []
         start = active_features
         for n in passive_features:
-            _check_width(n, "passive features")
+            check_width(n, "passive features")
             self.blocks.append((start, start + n))
             start += n
         self.n_inputs = start
@@ -108,4 +109,4 @@ class HierarchicalMLP(nn.Module):
         return self.head(torch.cat(parts, dim=1))
 
 
-__all__ = ["HierarchicalMLP", "hidden_width", "init_linear_", "latent_width", "mlp", "seeded_"]
+__all__ = ["HierarchicalMLP", "check_width", "hidden_width", "init_linear_", "latent_width", "mlp", "seeded_"]

@@ -25,7 +25,7 @@ import copy
 import torch
 from torch import nn
 
-from securefl.models.mlp import hidden_width, latent_width, seeded_
+from securefl.models.mlp import check_width, hidden_width, latent_width, seeded_
 
 
 def reparameterise(mu: torch.Tensor, logvar: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
@@ -39,8 +39,10 @@ class VAE(nn.Module):
     def __init__(self, n_inputs: int, *, multiplier: int = 5, latent: int | None = None,
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
+        check_width(n_inputs, "n_inputs")
+        check_width(multiplier, "multiplier")
+        latent = latent_width(n_inputs) if latent is None else check_width(latent, "latent")
         hidden = hidden_width(n_inputs, multiplier)
-        latent = latent_width(n_inputs) if latent is None else latent
         self.n_inputs, self.hidden, self.latent = n_inputs, hidden, latent
         self.body = nn.Sequential(nn.Linear(n_inputs, hidden), nn.ReLU())
         self.mu = nn.Linear(hidden, latent)

@@ -16,8 +16,13 @@ from securefl.runtime.ranking import average_precision, roc_auc
 
 
 def _check(labels: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    labels = np.asarray(labels).ravel().astype(np.int64)
+    raw = np.asarray(labels).ravel()
+    labels = raw.astype(np.int64)
+    if raw.dtype.kind == "f" and not np.array_equal(labels, raw):
+        raise InputError(f"labels must be whole class indices, got {raw[labels != raw][0].item()!r}")
     probs = np.asarray(probs, dtype=np.float64)
+    if probs.ndim not in (1, 2):
+        raise InputError(f"probs must be one probability per row or one row per label, got shape {probs.shape}")
     if probs.ndim == 2 and probs.shape[1] == 1:
         probs = probs[:, 0]
     if labels.size == 0 or probs.shape[0] != labels.size:
@@ -60,14 +65,18 @@ def auprc(labels: np.ndarray, probs: np.ndarray) -> float:
 
 
 def accuracy(labels: np.ndarray, probs: np.ndarray) -> float:
-    """Share of rows whose predicted class is the label."""
+    """Share of rows whose predicted class is the label (NaN if a probability is not finite)."""
     labels, probs = _check(labels, probs)
+    if not np.isfinite(probs).all():
+        return float("nan")
     return float(np.mean(predictions(probs) == labels))
 
 
 def balanced_accuracy(labels: np.ndarray, probs: np.ndarray) -> float:
-    """Mean recall over the classes present in ``labels``."""
+    """Mean recall over the classes present in ``labels`` (NaN if a probability is not finite)."""
     labels, probs = _check(labels, probs)
+    if not np.isfinite(probs).all():
+        return float("nan")
     predicted = predictions(probs)
     return float(np.mean([np.mean(predicted[labels == k] == k) for k in np.unique(labels)]))
 
@@ -83,6 +92,7 @@ def per_class(labels: np.ndarray, probs: np.ndarray) -> list[dict[str, float | i
 def _per_class(labels: np.ndarray, probs: np.ndarray, predicted: np.ndarray) -> list[dict[str, float | int | None]]:
     if probs.ndim == 1:
         probs = np.stack([1.0 - probs, probs], axis=1)
+    finite = bool(np.isfinite(probs).all())  # argmax or a threshold of nan picks a class: no recall then
     out = []
     for k in range(probs.shape[1]):
         hit = labels == k
@@ -91,7 +101,7 @@ def _per_class(labels: np.ndarray, probs: np.ndarray, predicted: np.ndarray) -> 
         out.append({"class": k, "support": n,
                     "auroc": roc_auc(hit, probs[:, k]) if both else None,
                     "auprc": average_precision(hit, probs[:, k]) if both else None,
-                    "recall": float(np.mean(predicted[hit] == k)) if n else None})
+                    "recall": float(np.mean(predicted[hit] == k)) if n and finite else None})
     return out
 
 
@@ -107,8 +117,12 @@ def classification_report(labels: np.ndarray, probs: np.ndarray) -> tuple[dict[s
         values = [r[metric] for r in scored if r[metric] is not None]
         return float(np.mean(values)) if values else float("nan")
 
-    metrics = {"auroc": macro("auroc"), "accuracy": float(np.mean(predicted == labels)),
-               "balanced_accuracy": float(np.mean([r["recall"] for r in rows if r["support"]])),
+    if not np.isfinite(probs).all():  # no accuracy of a diverged model (see _per_class)
+        accuracy_, balanced = float("nan"), float("nan")
+    else:
+        accuracy_ = float(np.mean(predicted == labels))
+        balanced = float(np.mean([r["recall"] for r in rows if r["support"]]))
+    metrics = {"auroc": macro("auroc"), "accuracy": accuracy_, "balanced_accuracy": balanced,
                "auprc": macro("auprc")}
     return metrics, rows
 

@@ -55,6 +55,18 @@ def test_vae_widths_follow_the_config(n, latent):
     assert vae.decoder[-1].out_features == n
 
 
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"n_inputs": 0}, "n_inputs must be a positive int, got 0"),
+    ({"n_inputs": 3, "latent": 0}, "latent must be a positive int, got 0"),
+    ({"n_inputs": 3, "multiplier": 0}, "multiplier must be a positive int, got 0"),
+    ({"n_inputs": 3, "latent": 1.5}, "latent must be a positive int, got 1.5"),
+])
+def test_vae_rejects_bad_widths_naming_them(kwargs, message):
+    n_inputs = kwargs.pop("n_inputs")
+    with pytest.raises(InputError, match=f"^{message}$"):
+        VAE(n_inputs, **kwargs)
+
+
 def test_vae_encoder_is_the_frozen_mean_path_without_decoder():
     vae = VAE(8, generator=SeedPlan(0).torch("vae"))
     x = torch.randn(10, 8, generator=SeedPlan(0).torch("x"))

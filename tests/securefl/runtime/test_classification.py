@@ -98,3 +98,27 @@ def test_report_agrees_with_the_reference_metrics(rows, columns, seed):
 def test_binary_labels_outside_zero_one_are_an_input_error():
     with pytest.raises(InputError, match=r"labels must lie in 0\.\.1, got 0\.\.2"):
         classification_report(np.array([0, 2]), np.array([0.3, 0.6]))
+
+
+@pytest.mark.parametrize("probs", [np.array([np.nan, 0.2, np.nan, 0.9]),
+                                   np.array([[np.nan, np.nan, np.nan]] * 4),
+                                   np.array([[0.5, 0.5, np.inf]] * 4)])
+def test_a_diverged_model_has_no_accuracy(probs):
+    # Arrange: argmax / thresholding of nan picks class 0, which is right for the label-0 rows
+    labels = np.array([0, 0, 1, 1]) if probs.ndim == 1 else np.array([0, 0, 1, 2])
+    # Act
+    metrics, rows = classification_report(labels, probs)
+    # Assert
+    assert np.isnan(metrics["accuracy"]) and np.isnan(metrics["balanced_accuracy"])
+    assert np.isnan(accuracy(labels, probs)) and np.isnan(balanced_accuracy(labels, probs))
+    assert all(r["recall"] is None for r in rows + per_class(labels, probs))
+
+
+@pytest.mark.parametrize(("labels", "probs", "message"), [
+    (np.array([0.5, 1.0]), np.array([0.2, 0.9]), r"labels must be whole class indices, got 0\.5"),
+    (np.array([0]), np.array(0.3), r"probs must be .* got shape \(\)"),
+    (np.array([0, 1]), np.zeros((2, 2, 2)), r"probs must be .* got shape \(2, 2, 2\)"),
+])
+def test_malformed_labels_or_probabilities_are_input_errors(labels, probs, message):
+    with pytest.raises(InputError, match=message):
+        classification_report(labels, probs)
