@@ -47,9 +47,20 @@ from protocols.psi import psi_active, psi_passive
 from protocols.transport import Transport, relayed, run_parties
 from securefl.algorithms.training import binary_labels
 from securefl.data import PartyTable, VerticalSplit
-from securefl.runtime import binary_metrics, resolve_device
+from securefl.runtime import binary_metrics, finite_scores, resolve_device
 from securefl.runtime import validation as check
 from securefl.runtime.threads import intra_op_threads
+
+DATASET_ACTIVATION_BOUNDS = {"give_credit": 512.0}
+"""Public bounds on |a| for registered datasets whose activations pass the default 64 from
+the first step: give_credit's standardised features are heavy-tailed (|x| up to 228). A larger
+bound costs only CKKS precision; 512 is the most packed CKKS allows."""
+
+
+def activation_bound_for(dataset: str | None) -> float:
+    """The public activation bound HE-VFL uses for a registered ``dataset`` (default 64)."""
+    return DATASET_ACTIVATION_BOUNDS.get(dataset or "", HEVFLConfig.activation_bound)
+
 
 @dataclass(frozen=True)
 class HEVFLConfig(SplitNNConfig):
@@ -169,7 +180,7 @@ def he_vfl_active(transport: Transport, *, passive: str, table: PartyTable,
         model.layer.close()
     scored = test[:len(scores)]
     result = {"method": "he-vfl", "he": config.he,
-              "metrics": binary_metrics(y[[position[v] for v in scored]], scores),
+              "metrics": binary_metrics(y[[position[v] for v in scored]], finite_scores(scores, who="he-vfl")),
               "phases": phases, "seconds": time.perf_counter() - start, "intersection_size": psi.size,
               **schedule_fields(run, phases, epochs, steps, len(train), len(test), len(scored))}
     if return_weights:
@@ -220,8 +231,10 @@ def he_vfl_passive(transport: Transport, *, active: str, table: PartyTable, conf
             layer.forward(a.detach().cpu().numpy(), step=step, train=train)
         except EncodingOverflowError as err:  # the usual cause, in the user's terms
             raise EncodingOverflowError(f"passive party {transport.name!r}, step {step}: {err}; its bottom-model "
-                                        "activations grew past what the encryption was set up for, so training is "
-                                        "likely diverging: a lower learning rate may help") from None
+                                        "activations passed the public bound the encryption was set up for: either "
+                                        "the features are heavy-tailed (raise --activation-bound, at most 512 with "
+                                        "packed CKKS) or training is likely diverging (a lower learning rate may "
+                                        "help)") from None
         if train:
             da = layer.backward(step=step)
             if observe is not None:
@@ -268,4 +281,5 @@ def run_he_vfl(split: VerticalSplit, config: HEVFLConfig | None = None, *,
     return result
 
 
-__all__ = ["HEVFLConfig", "STAGE", "he_vfl_active", "he_vfl_passive", "project_training", "run_he_vfl"]
+__all__ = ["DATASET_ACTIVATION_BOUNDS", "HEVFLConfig", "STAGE", "activation_bound_for", "he_vfl_active", "he_vfl_passive",
+           "project_training", "run_he_vfl"]

@@ -22,7 +22,6 @@ which rows are for training).
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterator, Sequence
@@ -32,10 +31,11 @@ import torch
 from torch import nn
 
 from protocols.errors import InputError
+from protocols.randomness import os_uniform
 from securefl.algorithms.training import binary_labels
 from securefl.data import PartyTable, VerticalSplit
 from securefl.models.scaling import Standardizer
-from securefl.runtime import SeedPlan, binary_metrics, resolve_device
+from securefl.runtime import SeedPlan, binary_metrics, finite_scores, resolve_device
 from securefl.runtime import validation as check
 
 DTYPE = torch.float64
@@ -170,10 +170,12 @@ def active_interactive_init(widths: Widths, seed: int) -> tuple[np.ndarray, np.n
 
 
 def _uniform(shape: tuple[int, int], bound: float, seed: int | None, stream: str) -> np.ndarray:
-    """U(-bound, bound): from a generator seeded by the OS when ``seed`` is None, so that nobody
-    who knows the run's other seeds can recompute it; else repeatable from ``stream``."""
-    gen = (SeedPlan(seed).torch(stream) if seed is not None
-           else torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little")))
+    """U(-bound, bound): straight from the OS when ``seed`` is None (not from a generator the OS
+    seeds: 64 seed bits would let a peer holding one equation in the share search for it), so
+    that nobody who knows the run's other seeds can recompute it; else repeatable from ``stream``."""
+    if seed is None:
+        return os_uniform(bound, shape)
+    gen = SeedPlan(seed).torch(stream)
     return (torch.rand(shape, generator=gen, dtype=DTYPE) * 2 * bound - bound).numpy()
 
 
@@ -308,7 +310,7 @@ def train_splitnn(split: VerticalSplit, config: SplitNNConfig) -> dict[str, Any]
         xa, xp, y = _DeviceRows(active, passive, test_ids, (mean_a, std_a), (mean_p, std_p), device).tensors
         _, logits = net.logits(xa, xp, y)
     scores = torch.sigmoid(logits).cpu().numpy()
-    return {"method": "splitnn", "metrics": binary_metrics(y.cpu().numpy(), scores),
+    return {"method": "splitnn", "metrics": binary_metrics(y.cpu().numpy(), finite_scores(scores, who="splitnn")),
             "seconds": time.perf_counter() - start, "bytes": 0, "train_rows": len(train_ids),
             "test_rows": len(test_ids), "weights": weights_of(net)}
 

@@ -61,15 +61,14 @@ class Config:
 
 def he_vfl_view(split: Any, config: Config, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(labels, dL/da) of each training step, as HE-VFL's passive party decrypted them."""
-    from baselines.he_vfl import HEVFLConfig, run_he_vfl
-    from benchmarks.stfl_runs import ACTIVATION_BOUND
+    from baselines.he_vfl import HEVFLConfig, activation_bound_for, run_he_vfl
     from securefl.runtime.leakage import graded_view
 
     ds = split.dataset
-    bound = {"activation_bound": ACTIVATION_BOUND[ds.name]} if ds.name in ACTIVATION_BOUND else {}
     steps, observe = graded_view(dict(zip(ds.active.ids, ds.active.labels)), ds.passive[0].ids)
     run_he_vfl(split, HEVFLConfig(he=config.he, seed=seed, passive_seed=seed, share_seed=seed, max_steps=config.steps,
-                                  max_eval_batches=1, **bound), observe=observe)  # repeatable by seed
+                                  max_eval_batches=1, activation_bound=activation_bound_for(ds.name)),
+               observe=observe)  # repeatable by seed
     return steps
 
 

@@ -17,10 +17,6 @@ from typing import Any
 from securefl.data import VerticalSplit
 
 EXTRAPOLATED = "split-NN accuracy, time extrapolated"
-# Public bound on the passive party's activations |a| that HE-VFL encrypts. give_credit's
-# standardised features are heavy-tailed (|x| up to 228), so its first-layer
-# activations pass the default 64; a larger public bound costs only CKKS precision.
-ACTIVATION_BOUND = {"give_credit": 512.0}  # the most packed CKKS allows
 
 
 def _train_config(cfg: Any, seed: int, latent: str = "sample") -> Any:
@@ -60,13 +56,12 @@ def training_steps(split: VerticalSplit, epochs: int, batch_size: int) -> int:
 
 def he_vfl_config(split: VerticalSplit, cfg: Any, seed: int, he: str) -> Any:
     """The HEVFLConfig of a cell (the split NN that stands for an extrapolated one reads it too)."""
-    from baselines.he_vfl import HEVFLConfig
+    from baselines.he_vfl import HEVFLConfig, activation_bound_for
 
-    extra = {"activation_bound": ACTIVATION_BOUND[split.dataset.name]} if split.dataset.name in ACTIVATION_BOUND else {}
     # passive_seed, share_seed: both shares of the initial weights repeatable, and those of the split NN whose
     # accuracy stands for an extrapolated run (HE-VFL's default draws them from the OS)
     return HEVFLConfig(he=he, epochs=cfg.epochs, seed=seed, passive_seed=seed, share_seed=seed, device=cfg.device,
-                       **extra)
+                       activation_bound=activation_bound_for(split.dataset.name))
 
 
 def run_he_vfl_row(split: VerticalSplit, cfg: Any, seed: int, he: str) -> dict[str, Any]:

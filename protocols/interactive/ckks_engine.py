@@ -65,7 +65,6 @@ evaluator's matrix (dL/dz from the weight gradient, W~ from the forward product)
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
@@ -81,13 +80,6 @@ PACKED_CKKS_OPTIONS: Mapping[str, Any] = {"poly_modulus_degree": 8192,
                                           "scale_bits": 50, "galois_keys": True}
 PLAIN_SCALE_BITS = 35
 MASK_BITS = 16
-
-
-def os_uniform(radius: float, shape: tuple[int, ...]) -> np.ndarray:
-    """Uniform floats in [-radius, radius) with 53 bits each from os.urandom (never seeded)."""
-    count = math.prod(shape)
-    raw = np.frombuffer(os.urandom(8 * count), dtype=np.uint64) >> np.uint64(11)
-    return ((raw.astype(np.float64) / 2.0 ** 52 - 1.0) * radius).reshape(shape)
 
 
 def room_bits(coeff_mod_bit_sizes: Sequence[int], scale_bits: int) -> int:
@@ -230,4 +222,4 @@ class PackedKeyOwner:
 
 
 __all__ = ["MASK_BITS", "PACKED_CKKS_OPTIONS", "PLAIN_SCALE_BITS", "PackedCKKSKey", "PackedKeyOwner",
-           "bound_exponent", "os_uniform", "room_bits"]
+           "bound_exponent", "room_bits"]

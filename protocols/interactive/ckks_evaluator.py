@@ -33,9 +33,9 @@ from tenseal import sealapi
 from protocols.errors import DecodeError, EncodingOverflowError, InputError, ProtocolError
 from protocols.he import CKKSPublicContext
 from protocols.he.ckks import left_rotation_elements
-from protocols.interactive.ckks_engine import (MASK_BITS, PLAIN_SCALE_BITS, SealHandles, bound_exponent,
-                                               os_uniform)
+from protocols.interactive.ckks_engine import MASK_BITS, PLAIN_SCALE_BITS, SealHandles, bound_exponent
 from protocols.interactive.packing import Plan, diagonals, pack_every_copy, read_lanes, unpack_output
+from protocols.randomness import os_uniform
 from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
 
 FLOOD_BITS = 48
@@ -46,6 +46,8 @@ modulus to which the parts below it are already uniform."""
 
 Prepared = tuple[dict[tuple[int, int, int], Any], int]
 """Encoded plaintext diagonals by (chunk, output ciphertext, diagonal), and their exponent k."""
+MAX_EXPONENT = 480
+"""The largest k of ``M 2^k``: unscale_bits = bound bits - k - decoded bits stays above -512."""
 
 
 class PackedEvaluator:
@@ -100,7 +102,9 @@ class PackedEvaluator:
         """
         groups = range(plan.giant) if groups is None else groups
         peak = float(np.max(np.abs(m), initial=0.0))
-        exponent = -math.frexp(peak)[1] if peak > 0 else 0
+        # at most MAX_EXPONENT: the key owner refuses |unscale_bits| > 512, and entries under
+        # 2^-(MAX_EXPONENT+36) of 1 (dz of a saturated model, say) round to 0 as below anyway
+        exponent = min(-math.frexp(peak)[1], MAX_EXPONENT) if peak > 0 else 0
         diags = diagonals(np.ldexp(m, exponent), plan)
         scale = 2.0 ** PLAIN_SCALE_BITS
         used = np.any(diags != 0, axis=-1)  # all-zero diagonals (padding) are skipped

@@ -68,8 +68,9 @@ from protocols.codec import Tag
 from protocols.errors import InputError, ProtocolError
 from protocols.he import BACKENDS, PublicContext, SecretContext, load_public_context, make_config
 from protocols.interactive.ckks_engine import (MASK_BITS, PACKED_CKKS_OPTIONS, PackedCKKSKey,
-                                               bound_exponent, os_uniform, room_bits)
+                                               bound_exponent, room_bits)
 from protocols.interactive.engines import ActiveEngine, GenericActive, GenericPassive, PassiveEngine, peer_array
+from protocols.randomness import os_uniform
 from protocols.interactive.packed_engines import PackedActive, PackedPassive
 from protocols.transport import Transport
 
@@ -177,15 +178,23 @@ class InteractiveConfig:
     def check_batch(self, rows: int, *, name: str = "batch_size") -> None:
         """InputError if packed CKKS cannot mask a weight gradient summed over ``rows`` activations:
         each value is below ``activation_bound * rows``, and its mask 2^mask_bits times that."""
+        self._check_sum(rows, name, "rows", "their masked weight gradients")
+
+    def check_width(self, n_in: int, *, name: str = "n_in") -> None:
+        """InputError if packed CKKS cannot mask a forward product ``a @ W~`` summed over ``n_in``
+        passive outputs (|W~ 2^k| <= 1, so each value is below ``activation_bound * n_in``)."""
+        self._check_sum(n_in, name, "inputs", "their masked forward products")
+
+    def _check_sum(self, terms: int, name: str, unit: str, what: str) -> None:
         if not self.packed_ckks:
             return
         room = room_bits(PACKED_CKKS_OPTIONS["coeff_mod_bit_sizes"], PACKED_CKKS_OPTIONS["scale_bits"])
-        per_row = 2.0 ** bound_exponent(self.activation_bound) * (1.0 + 2.0 ** self.mask_bits)  # as encrypted
-        if rows * per_row >= 2.0 ** room:
-            most = math.ceil(2.0 ** room / per_row) - 1
-            raise InputError(f"{name}={rows} is too many rows for packed CKKS with activation_bound="
+        per_term = 2.0 ** bound_exponent(self.activation_bound) * (1.0 + 2.0 ** self.mask_bits)  # as encrypted
+        if terms * per_term >= 2.0 ** room:
+            most = math.ceil(2.0 ** room / per_term) - 1
+            raise InputError(f"{name}={terms} is too many {unit} for packed CKKS with activation_bound="
                              f"{self.activation_bound:g} and mask_bits={self.mask_bits} (at most {most}: "
-                             f"their masked weight gradients need 2^{room}); lower one of the three")
+                             f"{what} need 2^{room}); lower one of the three")
 
     def make_key(self) -> Any:
         """A fresh key pair for the passive party (OS randomness)."""
@@ -233,6 +242,7 @@ class PassiveInteractive:
                  config: InteractiveConfig, stage: str = STAGE) -> None:
         if isinstance(n_in, bool) or not isinstance(n_in, int) or n_in < 1:
             raise InputError(f"n_in must be a positive int, got {n_in!r}")
+        config.check_width(n_in)
         self.t, self.active, self.n_in, self.config, self.stage = transport, active, n_in, config, stage
         self.engine: PassiveEngine | None = None
         self.noise = np.zeros((n_in, 0))  # eps_acc, once setup() knows n_out
@@ -314,6 +324,7 @@ class ActiveInteractive:
             raise ProtocolError(f"party {self.passive!r} runs {scheme!r} (packed={packed!r}); this party "
                                 f"expects {self.config.he!r} (packed={self.config.packed_ckks})")
         _check_width(self.passive, "n_in", n_in, self.n_out)
+        self.config.check_width(n_in, name=f"party {self.passive!r}'s n_in")
         small = self.config.insecure_small_keys_for_tests
         public = load_public_context(scheme, hello["context"], workers=self.config.workers,
                                      insecure_small_keys_for_tests=small)

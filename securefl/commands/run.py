@@ -88,6 +88,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--share-seed", type=int, default=None,
                    help="HE-VFL: seed of the active party's share of the initial interactive weights, to"
                         " repeat a run (default: drawn from the OS, so that the passive party cannot know it)")
+    p.add_argument("--activation-bound", type=float, default=None,
+                   help="HE-VFL: public bound on the passive party's bottom-model activations, which the"
+                        " encryption is set up for (default 64; 512 for give_credit, whose features are heavy-tailed)")
     p.add_argument("--all-data", action="store_true", help="train on self-taught + train rows (not STFL)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] for model computation")
     p.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
@@ -222,9 +225,11 @@ def method_config(method: str, args: argparse.Namespace, *, progress: Callable[[
     common = {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
               "device": args.device, "progress": progress}
     if method == "he-vfl":
-        from baselines.he_vfl import HEVFLConfig
+        from baselines.he_vfl import HEVFLConfig, activation_bound_for
 
-        return HEVFLConfig(he=args.he, passive_seed=args.passive_seed, share_seed=args.share_seed, **common)
+        bound = activation_bound_for(args.dataset) if args.activation_bound is None else args.activation_bound
+        return HEVFLConfig(he=args.he, passive_seed=args.passive_seed, share_seed=args.share_seed,
+                           activation_bound=bound, **common)
     from securefl.algorithms.stfl import STFLConfig
 
     return STFLConfig(vae_epochs=args.vae_epochs or args.epochs, cuda_graphs=args.cuda_graphs is not False,

@@ -28,6 +28,7 @@ SCOPE: dict[str, tuple[str, Applies]] = {
     "he": ("he-vfl", lambda a, kind: a.method == "he-vfl"),
     "passive_seed": ("he-vfl", lambda a, kind: a.method == "he-vfl"),
     "share_seed": ("he-vfl", lambda a, kind: a.method == "he-vfl"),
+    "activation_bound": ("he-vfl", lambda a, kind: a.method == "he-vfl"),
     "cuda_graphs": ("stfl, hierarchical and centralized on a CUDA --device",
                     lambda a, kind: kind == "vertical" and a.method != "he-vfl" and a.device.startswith("cuda")),
     "all_data": ("the vertical methods but stfl, whose passive parties pretrain on the self-taught rows",

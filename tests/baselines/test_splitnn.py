@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.splitnn import SplitNNConfig, Widths, batch_positions, batches, run_splitnn, train_splitnn
+from baselines.splitnn import (SplitNNConfig, Widths, active_share, batch_positions, batches, passive_weights,
+                              run_splitnn, train_splitnn)
 from protocols.errors import InputError
 from securefl.data import PartyTable, VerticalDataset, VerticalSplit, stfl_split
 
@@ -108,3 +109,18 @@ def test_labels_other_than_0_1_are_refused_not_scored_as_wrong() -> None:
 def test_more_than_one_passive_party_is_refused() -> None:
     with pytest.raises(InputError, match="one passive party"):
         train_splitnn(tiny_split(passives=2), SplitNNConfig(epochs=1))
+
+
+@pytest.mark.parametrize("share", [active_share, passive_weights])
+def test_unseeded_initial_shares_take_53_os_bits_per_entry(monkeypatch, share):
+    # Arrange: record what the OS is asked for (a 64-bit seed for a whole share made it one of 2^64)
+    import protocols.randomness as randomness
+
+    asked = []
+    real = randomness.os.urandom
+    monkeypatch.setattr(randomness.os, "urandom", lambda n: asked.append(n) or real(n))
+    # Act
+    values = share((3, 4), 0.5, None)
+    # Assert
+    assert asked == [8 * 12] and values.shape == (3, 4) and np.all(np.abs(values) <= 0.5)
+    assert len(np.unique(values)) == 12

@@ -210,7 +210,7 @@ def test_ctrl_c_while_the_libraries_load_is_one_line(monkeypatch, capsys):
     (["he-vfl", "--he", "ckks", "--batch-size", "16", "--passive-seed", "0", "--share-seed", "0"],
      "passive party 'passive', step 2: |value|"),
     (["he-vfl", "--he", "paillier", "--batch-size", "16", "--passive-seed", "0", "--share-seed", "0"],
-     "training is likely diverging: a lower learning rate may help"),
+     "training is likely diverging (a lower learning rate may help)"),
 ])
 def test_a_diverging_run_is_named_as_such(capsys, argv, message):
     # Act: Adam at lr 9 on the bundled data diverges within a few steps
@@ -218,6 +218,32 @@ def test_a_diverging_run_is_named_as_such(capsys, argv, message):
     # Assert
     err = capsys.readouterr().err.strip()
     assert code == 2 and message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("method", ["centralized", "hierarchical"])
+def test_a_model_that_diverged_gets_no_accuracy(capsys, method):
+    # Act: at lr 1e30 every test score is nan, which thresholding would call class 0 (a majority-class accuracy)
+    code = main(["run", method, "--lr", "1e30", "--epochs", "3", "--no-progress"])
+    # Assert
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.endswith(f"{method}: the trained model's test scores hold nan or inf (training diverged;"
+                        " a lower learning rate may help)")
+
+
+@pytest.mark.parametrize(("flags", "bound"), [([], 64.0), (["--dataset", "give_credit"], 512.0),
+                                             (["--dataset", "give_credit", "--activation-bound", "100"], 100.0),
+                                             (["--activation-bound", "8"], 8.0)])
+def test_he_vfl_activation_bound_defaults_per_dataset_and_can_be_set(flags, bound):
+    # Arrange: give_credit's heavy-tailed features pass 64 at the first step (the benchmark's bound is 512)
+    from securefl.cli import build_parser
+    from securefl.commands.run import method_config
+
+    args = build_parser().parse_args(["run", "he-vfl", "--epochs", "1", "--batch-size", "64", *flags])
+    # Act
+    config = method_config("he-vfl", args, progress=None)
+    # Assert
+    assert config.activation_bound == bound and config.interactive_config().activation_bound == bound
 
 
 def test_help_names_every_method_in_its_description(capsys):

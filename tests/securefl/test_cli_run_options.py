@@ -12,6 +12,7 @@ from securefl.commands.run_options import SCOPE, check_scope, flag
 @pytest.mark.parametrize(("argv", "message"), [
     (["centralized", "--vae-epochs", "3"], "--vae-epochs applies to stfl, not to 'centralized'"),
     (["stfl", "--he", "paillier"], "--he applies to he-vfl, not to 'stfl'"),
+    (["centralized", "--activation-bound", "8"], "--activation-bound applies to he-vfl, not to 'centralized'"),
     (["stfl", "--rounds", "3"], "--rounds applies to the horizontal methods and tdcd, not to 'stfl'"),
     (["he-vfl", "--no-secure-agg"], "--no-secure-agg applies to the horizontal methods and tdcd, not to 'he-vfl'"),
     (["stfl", "--label", "target"], "--label applies to --party-csv or --csv, not to 'stfl'"),

@@ -12,7 +12,7 @@ from protocols.errors import DecodeError, EncodingOverflowError, InputError, Pro
 from protocols.interactive import InteractiveConfig
 
 from ..rewriting import Rewriting
-from .conftest import CONFIGS, TOLERANCE, active_role, make_batches, passive_role, reference, run_layer
+from .conftest import CONFIGS, TOLERANCE, Batch, active_role, make_batches, passive_role, reference, run_layer
 
 
 def test_one_step_matches_numpy(scheme: str) -> None:
@@ -231,3 +231,31 @@ def test_a_malformed_reply_from_the_key_owner_is_a_decode_error(scheme: str, nam
     with pytest.raises(DecodeError):
         run_parties({"passive": lambda t, **kw: passive_role(Rewriting(t, name, edit), **kw),
                      "active": active_role}, kwargs={"passive": kwargs, "active": kwargs}, timeout=30)
+
+
+def test_a_passive_width_past_packed_ckks_room_is_refused_before_any_message() -> None:
+    # Arrange: with activation_bound 64 and mask_bits 16, a forward product's masked sum over
+    # n_in inputs fits 2^33 for n_in <= 2047 (the evaluator overflowed at 2048 before the check)
+    rng = np.random.default_rng(0)
+    config = CONFIGS["ckks"]
+
+    def layer(n_in: int):
+        return run_layer(config, make_batches(rng, n_in, 2, [3], [True]), rng.normal(size=(n_in, 2)) * 0.05)
+
+    # Act / Assert
+    with pytest.raises(InputError, match=r"^n_in=2048 is too many inputs for packed CKKS .* \(at most 2047"):
+        layer(2048)
+    assert len(layer(2047).results["active"]["outputs"]) == 1
+
+
+def test_a_vanishing_gradient_does_not_stop_packed_ckks() -> None:
+    # Arrange: max |dz| of 1e-170 once made unscale_bits < -512, which the key owner refuses as malformed
+    rng = np.random.default_rng(0)
+    batches = [Batch(np.abs(rng.normal(size=(4, 3))), rng.normal(size=(4, 2)) * 1e-170)]
+    w0 = rng.normal(size=(3, 2)) * 0.5
+    # Act
+    run = run_layer(CONFIGS["ckks"], batches, w0)
+    # Assert
+    z, da, _ = reference(batches, w0, CONFIGS["ckks"].lr)
+    assert np.allclose(run.results["passive"]["grads"][0], da[0], atol=1e-12, rtol=0)
+    assert np.allclose(run.results["active"]["outputs"][0], z[0], atol=TOLERANCE["ckks"], rtol=0)
