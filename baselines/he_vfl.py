@@ -281,5 +281,5 @@ def run_he_vfl(split: VerticalSplit, config: HEVFLConfig | None = None, *,
     return result
 
 
-__all__ = ["DATASET_ACTIVATION_BOUNDS", "HEVFLConfig", "STAGE", "activation_bound_for", "he_vfl_active", "he_vfl_passive",
-           "project_training", "run_he_vfl"]
+__all__ = ["DATASET_ACTIVATION_BOUNDS", "HEVFLConfig", "STAGE", "activation_bound_for", "he_vfl_active",
+           "he_vfl_passive", "project_training", "run_he_vfl"]
