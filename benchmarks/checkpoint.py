@@ -7,12 +7,18 @@ A run started with ``--resume`` reads the cells back and runs only the others. A
 checkpoint is tied to the settings, commit and device of the run that began it, and
 another run's cells are refused, never mixed in. It is removed once the result file
 is written. Only JSON is read back.
+
+Each cell's line also says when and on which host the cell ended (``ran``): a resumed
+run's kept cells were timed by an earlier process, maybe on another host or under
+another load, and the result says so.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
+import platform
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +31,12 @@ def checkpoint_path(result: Path) -> Path:
 
 
 class CellLog:
-    """The checkpoint of one run: ``done`` maps a cell's id (a list of names) to what was stored."""
+    """The checkpoint of one run: ``done`` maps a cell's id (a list of names) to what was stored,
+    ``ran`` a kept cell's id to when and where it ran (cells of older checkpoints lack it)."""
 
-    def __init__(self, path: Path, key: dict[str, Any], done: dict[tuple, dict[str, Any]]) -> None:
-        self.path, self.key, self.done = path, key, done
+    def __init__(self, path: Path, key: dict[str, Any], done: dict[tuple, dict[str, Any]],
+                 ran: dict[tuple, dict[str, Any]] | None = None) -> None:
+        self.path, self.key, self.done, self.ran = path, key, done, ran or {}
 
     @classmethod
     def open(cls, path: Path, key: dict[str, Any], *, resume: bool) -> "CellLog":
@@ -38,17 +46,17 @@ class CellLog:
         a damaged line other than the last (a run killed mid-write leaves at most that).
         """
         key = json.loads(json.dumps(strict_json(key)))  # as it reads back: tuples become lists
-        done = _read(path, key) if resume and path.exists() else {}
+        done, ran = _read(path, key) if resume and path.exists() else ({}, {})
         if not resume and path.exists():
             print(f"{path}: starting afresh (--resume would have kept its cells)", flush=True)
         if not done:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"checkpoint": key}) + "\n")
-        return cls(path, key, done)
+        return cls(path, key, done, ran)
 
     def add(self, cell: tuple, stored: dict[str, Any]) -> None:
-        """Append one finished cell and flush it to disk."""
-        line = json.dumps({"cell": list(cell), **strict_json(stored)}, allow_nan=False)
+        """Append one finished cell, with when and where it ended, and flush it to disk."""
+        line = json.dumps({"cell": list(cell), "ran": here_and_now(), **strict_json(stored)}, allow_nan=False)
         with open(self.path, "a") as fh:
             fh.write(line + "\n")
             fh.flush()
@@ -59,10 +67,22 @@ class CellLog:
         self.path.unlink(missing_ok=True)
 
 
-def _read(path: Path, key: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
-    """The stored cells. A last line without its newline was cut short when its run was killed:
-    it is cut off the file (once the key matches), so the next cell appended starts a line of
-    its own, and that cell reruns."""
+def here_and_now() -> dict[str, Any]:
+    """When (UTC) and on which host a cell ended: the machine's name, CPU, cores and load."""
+    from benchmarks.common import cpu_name
+
+    host: dict[str, Any] = {"name": platform.node(), "cpu": cpu_name(), "cores": os.cpu_count()}
+    try:
+        host["load_average_1m"] = round(os.getloadavg()[0], 2)
+    except OSError:
+        pass
+    return {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "host": host}
+
+
+def _read(path: Path, key: dict[str, Any]) -> tuple[dict[tuple, dict[str, Any]], dict[tuple, dict[str, Any]]]:
+    """The stored cells, and when and where each ran (:func:`here_and_now`). A last line without
+    its newline was cut short when its run was killed: it is cut off the file (once the key
+    matches), so the next cell appended starts a line of its own, and that cell reruns."""
     data = path.read_bytes()
     whole = data.rfind(b"\n") + 1
     records = []
@@ -81,7 +101,8 @@ def _read(path: Path, key: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
     if whole < len(data):
         with open(path, "r+b") as fh:
             fh.truncate(whole)
-    return {tuple(r.pop("cell")): r for r in records[1:]}
+    cells = {tuple(r.pop("cell")): r for r in records[1:]}
+    return cells, {cell: r.pop("ran") for cell, r in cells.items() if isinstance(r.get("ran"), dict)}
 
 
-__all__ = ["CellLog", "checkpoint_path"]
+__all__ = ["CellLog", "checkpoint_path", "here_and_now"]

@@ -64,22 +64,36 @@ def device_name(parser: argparse.ArgumentParser, value: str) -> str:
     return value
 
 
-def writable(parser: argparse.ArgumentParser, **paths: Path | None) -> None:
-    """Each ``--option path`` given (keyword: option name without dashes) can be written; else a
-    one-line usage error before any run, not an error after hours of it."""
+def writable(parser: argparse.ArgumentParser, inputs: dict[str, Path | None] | None = None,
+             beside: dict[str, Path] | None = None, **paths: Path | None) -> None:
+    """Each ``--option path`` given (keyword: option name without dashes) can be written, and none is
+    another output or one of the run's ``inputs`` (the files it reads, keyed the same way, or by a
+    positional argument's name); else a one-line usage error before any run, not an error after hours
+    of it. ``beside``: files the run writes that no option names, by description (a PNG beside the
+    Markdown)."""
     from protocols.errors import InputError
     from securefl.results import check_apart, check_output
 
-    outputs = [(f"--{name.replace('_', '-')}", path) for name, path in paths.items() if path is not None]
+    outputs = [(_label(parser, name), path) for name, path in paths.items() if path is not None]
+    outputs += [(label, path) for label, path in (beside or {}).items()]
     if paths.get("json") is not None and {"markdown", "md"} & paths.keys() \
             and paths.get("markdown", paths.get("md")) is None:  # the Markdown goes beside the JSON
         outputs.append(("--markdown (default: the --json path with .md)", Path(paths["json"]).with_suffix(".md")))
     try:
         for option, path in outputs:
             check_output(path, option)
-        check_apart(outputs, [])  # `--json r.md` wrote the Markdown over the JSON, exit 0
+        # `--json r.md` wrote the Markdown over the JSON, `--json gpu.json --gpu-json gpu.json` the run over
+        # the file it read, both exit 0
+        check_apart(outputs, [(_label(parser, name), path) for name, path in (inputs or {}).items()])
     except InputError as err:
         parser.error(str(err))
+
+
+def _label(parser: argparse.ArgumentParser, name: str) -> str:
+    """How an error names the file ``name`` stands for: its option (``--gpu-json``), or its
+    positional argument (``argument a``)."""
+    positional = [a for a in parser._actions if a.dest == name and not a.option_strings]
+    return f"argument {positional[0].metavar or name}" if positional else f"--{name.replace('_', '-')}"
 
 
 def read_result(path: Path, flag: str, benchmark: str, fields: dict[str, type]) -> dict[str, Any]:

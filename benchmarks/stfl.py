@@ -129,7 +129,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     datasets = ("breast",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     device_name(p, a.device)
     a.markdown = a.markdown or a.json.with_suffix(".md")
-    writable(p, json=a.json, markdown=a.markdown)
+    writable(p, json=a.json, markdown=a.markdown, inputs={"gpu_json": a.gpu_json})
     if min(a.seeds, a.epochs, a.workers) < 1:
         p.error("--seeds, --epochs and --workers must be at least 1")
     if min(a.ckks_max_steps, a.paillier_max_steps) < 0:
@@ -219,6 +219,13 @@ def run_datasets(datasets: dict[str, Any], cfg: Config, log: CellLog | None = No
     return out
 
 
+def resumed(log: CellLog, name: str) -> dict[str, Any]:
+    """``{"resumed": [...]}``: dataset ``name``'s cells kept from a stopped run (``--resume``), each with
+    its row, seed and when and where it ran; {} when none was kept. The Markdown names them."""
+    kept = [{"row": row, "seed": seed, **log.ran.get((d, row, seed), {})} for d, row, seed in log.done if d == name]
+    return {"resumed": kept} if kept else {}
+
+
 def run_cell(name: str, dataset: Any, cfg: Config, seed: int, index: int) -> tuple[str, str, int, dict, float]:
     """Method ``index`` (Table I order) on ``seed``'s split: (dataset, row, seed, result, wall seconds)."""
     from securefl.data import stfl_split
@@ -283,12 +290,7 @@ def previous_report(cfg: Config) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     if cfg.render_only:
-        stored = stfl_merge.name_stfl_rows(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list}))
-        cfg, beside = gpu_beside(cfg, stored)
-        if cfg.gpu_json is not None and stored.get("gpu_json") != str(cfg.gpu_json):
-            write_json(cfg.json_path, {**stored, "gpu_json": str(cfg.gpu_json)})
-        render({**stored, "rendered": rendered_stamp()}, cfg, beside)
-        return 0
+        return render_stored(cfg)
     old = previous_report(cfg) if cfg.merge else None  # checked before hours of runs, not after
     cfg, beside = gpu_beside(cfg, old)  # checked before any run
     datasets = load_datasets(cfg)
@@ -306,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"--resume: {len(log.done)} finished cells kept from {log.path}", flush=True)
         report["resumed_cells"] = len(log.done)
     try:
-        report["datasets"] = [{**d, "run": run_meta, "stfl_rows": stfl_merge.NAMED}
+        report["datasets"] = [{**d, "run": run_meta, "stfl_rows": stfl_merge.NAMED, **resumed(log, d["dataset"])}
                               for d in run_datasets(datasets, cfg, log)]
     except BaseException:
         print(f"benchmarks.stfl: the finished cells are kept in {log.path}; the same command with --resume"
@@ -320,6 +322,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.remove()
     print(f"wrote {cfg.json_path}")
     render(report, cfg, beside)
+    return 0
+
+
+def render_stored(cfg: Config) -> int:
+    """``--render-only``: the Markdown of the stored ``--json`` file, beside a GPU run of the stored
+    table's ``--quick`` and epochs (not the command line's, which render-only does not run)."""
+    stored = stfl_merge.name_stfl_rows(read_result(cfg.json_path, "--render-only", "stfl", {"datasets": list}))
+    cfg = replace(cfg, quick=bool(stored.get("quick")), epochs=(stored.get("settings") or {}).get("epochs", cfg.epochs))
+    cfg, beside = gpu_beside(cfg, stored)
+    if cfg.gpu_json is not None and stored.get("gpu_json") != str(cfg.gpu_json):
+        write_json(cfg.json_path, {**stored, "gpu_json": str(cfg.gpu_json)})
+    render({**stored, "rendered": rendered_stamp()}, cfg, beside)
     return 0
 
 

@@ -24,6 +24,10 @@ def gpu_beside(cfg: Any, stored: dict[str, Any] | None) -> tuple[Any, dict[str, 
             print(f"benchmarks.stfl: the GPU run {path} recorded in {cfg.json_path} is gone; Table III "
                   "goes without GPU columns (pass --gpu-json to show another)", file=sys.stderr)
             return cfg, None
+        for option, output in (("--json", cfg.json_path), ("--markdown", cfg.markdown_path)):
+            if Path(output).resolve() == path.resolve():
+                raise SystemExit(f"{option} {output} would replace the GPU run {path} recorded in {cfg.json_path};"
+                                 f" write it to another file")
         cfg = replace(cfg, gpu_json=path)
     return cfg, (gpu_report(cfg.gpu_json, quick=cfg.quick, epochs=cfg.epochs) if cfg.gpu_json is not None else None)
 

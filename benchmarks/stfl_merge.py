@@ -62,19 +62,28 @@ def merge_reports(old: dict[str, Any], new: dict[str, Any],
 
 def _rows_into(before: dict[str, Any], rerun: dict[str, Any],
                summarize: Callable[[dict[str, list[dict]]], dict[str, Any]]) -> dict[str, Any]:
-    """``before`` with the rows of ``rerun`` replacing its rows of the same name."""
+    """``before`` with the rows of ``rerun`` replacing its rows of the same name (and their cells kept
+    from a stopped run, ``resumed``, by the rerun's)."""
     runs = {**before["runs"], **rerun["runs"]}
     row_runs = {**before.get("row_runs", {}), **{row: rerun["run"] for row in rerun["runs"]}}
-    return {**before, "runs": runs, "summary": summarize(runs), "row_runs": row_runs}
+    kept = [c for c in before.get("resumed", []) if c.get("row") not in rerun["runs"]] + rerun.get("resumed", [])
+    merged = {k: v for k, v in before.items() if k != "resumed"}
+    return {**merged, "runs": runs, "summary": summarize(runs), "row_runs": row_runs,
+            **({"resumed": kept} if kept else {})}
 
 
 def check_mergeable(old: dict[str, Any], datasets: tuple[str, ...], rows: list[str], seeds: int,
                     epochs: int, device: str = "cpu") -> str | None:
     """Why rows run now cannot join a stored dataset that keeps other rows (None: they can):
     Table I's cells of one dataset must share seeds and epochs, and Table III's times a device
-    (a CUDA row would meet the 2-core CPU target for the CPU table)."""
+    (a CUDA row would meet the 2-core CPU target for the CPU table). Whole datasets, too, join
+    only a file of their device: one file's Table III times one device."""
     for d in old.get("datasets", []):
         if d["dataset"] not in datasets or set(d.get("runs", {})) <= set(rows):
+            theirs = run_device(d.get("run", old), device)
+            if theirs != device:
+                return (f"--merge: the stored {d['dataset']} ran on --device {theirs}; datasets run on"
+                        f" --device {device} go in a result file of their own")
             continue
         have = {len(results) for results in d["runs"].values()}
         settings = d.get("run", old).get("settings") or {}
@@ -82,10 +91,17 @@ def check_mergeable(old: dict[str, Any], datasets: tuple[str, ...], rows: list[s
         if have != {seeds} or ran != epochs:
             return (f"--merge: {d['dataset']} keeps rows run with {sorted(have)} seeds and {ran} epochs; rows"
                     f" joining them need the same (--seeds {min(have)} --epochs {ran})")
-        if settings.get("device", device) != device:
-            return (f"--merge: {d['dataset']} keeps rows run on --device {settings['device']}; rows run on"
-                    f" {device} go in a result file of their own")
+        if run_device(d.get("run", old), device) != device:
+            return (f"--merge: {d['dataset']} keeps rows run on --device {run_device(d.get('run', old), device)};"
+                    f" rows run on {device} go in a result file of their own")
     return None
 
 
-__all__ = ["NAMED", "STFL_ROWS", "check_mergeable", "merge_reports", "name_stfl_rows"]
+def run_device(run: dict[str, Any], default: str) -> str:
+    """The ``--device`` a stored run used: its settings', else its device record's; ``default`` if neither."""
+    recorded = run.get("device")
+    named = recorded.get("device") if isinstance(recorded, dict) else None
+    return str((run.get("settings") or {}).get("device") or named or default)
+
+
+__all__ = ["NAMED", "STFL_ROWS", "check_mergeable", "merge_reports", "name_stfl_rows", "run_device"]

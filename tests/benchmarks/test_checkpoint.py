@@ -86,3 +86,27 @@ def test_nan_is_stored_as_null_and_removal_deletes_the_file(tmp_path):
     assert CellLog.open(path, KEY, resume=True).done[("breast", "stfl", 0)] == {"auroc": None}
     log.remove()
     assert not path.exists()
+
+
+def test_each_kept_cell_says_when_and_on_which_host_it_ran(tmp_path):
+    # Arrange: a cell stored by one run
+    path = tmp_path / "x.cells.jsonl"
+    CellLog.open(path, KEY, resume=False).add(("breast", "stfl", 0), {"wall": 1.0})
+    # Act
+    again = CellLog.open(path, KEY, resume=True)
+    # Assert: what was stored is as before; when and where it ran beside it
+    ran = again.ran[("breast", "stfl", 0)]
+    assert again.done == {("breast", "stfl", 0): {"wall": 1.0}}
+    assert ran["date"].endswith("+00:00") and {"name", "cpu", "cores"} <= ran["host"].keys()
+
+
+def test_cells_of_a_checkpoint_without_when_and_where_are_kept_without_them(tmp_path):
+    # Arrange: a line written before cells recorded where they ran
+    path = tmp_path / "x.cells.jsonl"
+    CellLog.open(path, KEY, resume=False)
+    with open(path, "a") as fh:
+        fh.write('{"cell": ["breast", "stfl", 0], "wall": 1.0}\n')
+    # Act
+    again = CellLog.open(path, KEY, resume=True)
+    # Assert
+    assert again.done == {("breast", "stfl", 0): {"wall": 1.0}} and again.ran == {}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks import chfl, gl, stfl
+from benchmarks import chfl, chfl_reference, gl, stfl
 from benchmarks.common import (config_report, count_option, dataset_names, device_name, git_commit, read_result,
                                writable, write_json)
 
@@ -289,3 +289,50 @@ def test_writable_refuses_a_markdown_path_that_is_the_json_path(tmp_path, capsys
     assert stop.value.code == 2
     assert "would replace --json" in capsys.readouterr().err
     writable(parser, json=tmp_path / "r.json", markdown=None)  # the default beside it is fine
+
+
+@pytest.mark.parametrize("json_name, markdown_name, read, flag", [
+    ("g.json", None, "g.json", "--json"), ("r.json", "g.json", "g.json", "--markdown"),
+    ("r.json", None, "r.md", "--markdown (default: the --json path with .md)"),
+])
+def test_writable_refuses_an_output_that_is_one_of_the_runs_inputs(tmp_path, capsys, json_name, markdown_name, read,
+                                                                   flag):
+    # Arrange: before, `--gpu-json g.json --json g.json` replaced the GPU run it read, and exited 0
+    parser = argparse.ArgumentParser(prog="bench")
+    markdown = None if markdown_name is None else tmp_path / markdown_name
+    # Act
+    with pytest.raises(SystemExit) as stop:
+        writable(parser, json=tmp_path / json_name, markdown=markdown, inputs={"gpu_json": tmp_path / read})
+    # Assert: one line naming the output's flag and the input's
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and f"error: {flag} {tmp_path / read} would replace --gpu-json" in err
+    writable(parser, json=tmp_path / "r.json", markdown=None, inputs={"gpu_json": tmp_path / "g.json"})
+
+
+@pytest.mark.parametrize("start, flag", [
+    (lambda argv, path: stfl.parse_args([*argv, "--gpu-json", str(path)]), "--gpu-json"),
+    (lambda argv, path: chfl_reference.parse_args([*argv, "--compare", str(path)]), "--compare"),
+], ids=["stfl", "chfl_reference"])
+def test_a_benchmark_refuses_to_write_over_the_result_file_it_reads(capsys, tmp_path, start, flag):
+    # Arrange: a stored result the run reads
+    path = tmp_path / "read.json"
+    path.write_text('{"datasets": []}')
+    # Act
+    with pytest.raises(SystemExit) as stop:
+        start(["--quick", "--json", str(path)], path)
+    # Assert: refused before any work, the file as it was
+    assert stop.value.code == 2 and f"would replace {flag}" in capsys.readouterr().err
+    assert path.read_text() == '{"datasets": []}'
+
+
+def test_chfl_refuses_a_json_where_its_figure_goes(capsys, tmp_path):
+    # Arrange: Fig. 4 is written beside the Markdown, which defaults to the --json path with .md
+    from benchmarks import chfl
+
+    path = tmp_path / "c.png"
+    # Act
+    with pytest.raises(SystemExit) as stop:
+        chfl.parse_args(["--quick", "--json", str(path)])
+    # Assert
+    assert stop.value.code == 2 and f"the PNG beside --markdown {path} would replace --json {path}" in \
+        capsys.readouterr().err

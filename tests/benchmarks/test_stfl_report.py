@@ -22,7 +22,8 @@ def _result(acc, seconds=1.0, mode=None):
 def _report(stfl_accuracy, ckks_seconds=50.0, ckks_mode="split-NN accuracy, time extrapolated"):
     runs = {"stfl": [_result(stfl_accuracy), _result(stfl_accuracy)],
             "he-vfl ckks": [_result(0.9, ckks_seconds, ckks_mode)] * 2}
-    return {"datasets": [{"dataset": "breast", "runs": runs, "summary": summarize(runs)}]}
+    return {"datasets": [{"dataset": "breast", "runs": runs, "summary": summarize(runs)}],
+            "device": {"device": "cpu", "cores": 2}}  # the host the time targets are for
 
 
 def test_every_row_has_as_many_cells_as_the_header():
@@ -251,11 +252,12 @@ def test_a_recorded_gpu_file_that_is_gone_leaves_the_columns_out_and_says_so(tmp
 
 
 def test_a_cpu_run_is_refused_as_the_gpu_columns(tmp_path):
-    cpu = tmp_path / "stfl.json"
+    cpu, other = tmp_path / "stfl.json", tmp_path / "other.json"
     cpu.write_text(json.dumps(_stored(_report(0.93), "cpu")))
+    other.write_text(cpu.read_text())
 
     with pytest.raises(SystemExit, match="is not a --device cuda run"):
-        stfl.main(["--render-only", "--json", str(cpu), "--gpu-json", str(cpu)])
+        stfl.main(["--render-only", "--json", str(cpu), "--gpu-json", str(other)])
 
 
 def test_render_only_without_a_stored_file_is_a_one_line_error(tmp_path):
