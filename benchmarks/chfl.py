@@ -13,9 +13,11 @@ the learning rate (with its round and mu) whose model scores best on its own
 validation rows: the paper's "each client tunes hyperparameters such as learning
 rate and mu using their own validation dataset"
 (:func:`benchmarks.chfl_summary.tune_lr`). A run's number is the mean over its
-clients of the chosen models' test accuracy; a cell is the mean ± std over runs
+clients of the chosen models' test accuracy; a cell is the mean ± sample std over runs
 (feature splits x sample seeds). Jobs go to ``--workers`` processes with one
-torch thread each. Registered datasets whose files are missing are listed as
+torch thread each; the secure and plain timing runs come after them, one after the
+other in this process, so no other job shares the cores while they are timed
+(:func:`run_planned`). Registered datasets whose files are missing are listed as
 "not run here". ``--merge`` and ``--max-runs`` split the benchmark into chunks
 (:mod:`benchmarks.chfl_merge`).
 """
@@ -26,7 +28,7 @@ import argparse
 import functools
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -121,15 +123,17 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--render-only", action="store_true",
                    help="rewrite the Markdown and PNG from an existing --json file without running anything")
     p.add_argument("--merge", action="store_true",
-                   help="keep the runs in --json (same rounds, mus, lrs, device); run only the planned ones it lacks")
+                   help="keep the runs in --json (same settings but the plan's size: --splits, --clients, ...);"
+                        " run only the planned ones it lacks")
     p.add_argument("--max-runs", type=count_option, default=None,
-                   help="run at most this many runs now (a run: one job at every lr), for chunks with --merge")
+                   help="run at most this many runs now (a run: one job at every lr; the secure and plain"
+                        " timing jobs are one run), for chunks with --merge")
     a = p.parse_args(argv)
     a.json = a.json or RESULTS_DIR / ("chfl.quick.json" if a.quick else "chfl.json")
     datasets = ("digits",) if a.quick else dataset_names(p, a.datasets, DATASETS)
     device_name(p, a.device)
     a.markdown = a.markdown or a.json.with_suffix(".md")
-    writable(p, json=a.json, markdown=a.markdown)
+    writable(p, json=a.json, markdown=a.markdown, beside={"the PNG beside --markdown": a.markdown.with_suffix(".png")})
     if min(a.rounds, a.splits, a.runs, a.sweep_splits, a.workers, a.timing_rounds) < 1:
         p.error("--rounds, --splits, --runs, --sweep-splits, --timing-rounds and --workers must be >= 1")
     if a.max_runs is not None and a.max_runs < 1:
@@ -260,11 +264,21 @@ def run_all(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
               + f" lr={j['lr']:g} ({out['seconds']:.0f} s)", flush=True)
         return out
 
+    if not jobs:
+        return []
     if cfg.workers == 1:
         preload(cfg.device)
         return [show(run_job(j, cfg)) for j in jobs]
     return map_jobs(run_job, [(j, cfg) for j in jobs], workers=cfg.workers, device=cfg.device, threads=1,
                     on_done=show)
+
+
+def run_planned(jobs: Sequence[Job], cfg: Config) -> list[dict[str, Any]]:
+    """The training jobs on the worker pool, then the timing jobs alone: one after the other in this
+    process, once the pool has finished, so secure and plain aggregation are timed under the same load."""
+    timing = [j for j in jobs if j.experiment == "timing"]
+    training = run_all([j for j in jobs if j.experiment != "timing"], cfg)
+    return training + run_all(timing, replace(cfg, workers=1))
 
 
 def render(report: dict[str, Any], cfg: Config) -> None:
@@ -307,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     old = load_previous(cfg.json_path, settings, jobs) if cfg.merge else None
     kept = old["runs"] if old else []
     start = time.perf_counter()
-    ran = run_all(todo(jobs, kept, cfg.max_runs), cfg)
+    ran = run_planned(todo(jobs, kept, cfg.max_runs), cfg)
     chunks = [*(previous_chunks(old) if old else []), chunk_record(report, len(ran), time.perf_counter() - start)]
     report.update(runs=[*kept, *ran], chunks=chunks, seconds=sum(c["seconds"] for c in chunks))
     report["missing_jobs"] = len(todo(jobs, report["runs"], None))

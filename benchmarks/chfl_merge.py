@@ -2,9 +2,10 @@
 
 The whole benchmark with a learning-rate grid takes hours on two cores, longer
 than one sitting. ``--merge`` reads the ``--json`` file, checks that its runs were
-made with the settings that decide a run's outcome (:data:`RESULT_SETTINGS`), and
-leaves only the missing jobs to run; ``--max-runs N`` stops after N runs (a run:
-one job at every learning rate, so a chunk never splits a client's lr choice).
+made with the same settings (every stored one but the plan's size, :data:`PLAN_SETTINGS`),
+and leaves only the missing jobs to run; ``--max-runs N`` stops after N runs (a run:
+one job at every learning rate, so a chunk never splits a client's lr choice; the
+secure and plain timing jobs are one run, so their times come from one chunk).
 Each invocation is listed under ``chunks`` with its date, commit, load and time.
 """
 
@@ -18,8 +19,8 @@ from typing import Any, Sequence
 from benchmarks.chfl_summary import run_key
 from benchmarks.common import read_result
 
-# settings that change what a job computes; the plan's size (splits, clients, ...) may differ
-RESULT_SETTINGS = ("rounds", "mus", "lrs", "timing_rounds", "device", "quick")
+# the settings that only size the plan (or run it): a file to extend may differ in these, and in no other
+PLAN_SETTINGS = ("datasets", "splits", "runs", "sweep_splits", "clients", "ratios", "workers", "render_only")
 
 
 def job_key(job: dict[str, Any]) -> str:
@@ -28,9 +29,11 @@ def job_key(job: dict[str, Any]) -> str:
 
 
 def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """:data:`RESULT_SETTINGS` of a file; one written before the lr grid had a single ``lr``."""
+    """A file's settings but :data:`PLAN_SETTINGS`, as JSON stores them; one written before the lr grid
+    had a single ``lr``."""
     lrs = settings.get("lrs") or [settings.get("lr", 1e-3)]
-    return json.loads(json.dumps({**{k: settings.get(k) for k in RESULT_SETTINGS}, "lrs": lrs}))
+    kept = {k: v for k, v in settings.items() if k not in (*PLAN_SETTINGS, "lr")}
+    return json.loads(json.dumps({**kept, "lrs": lrs}))
 
 
 def load_previous(path: Path, settings: dict[str, Any], planned: Sequence[Any]) -> dict[str, Any]:
@@ -38,7 +41,7 @@ def load_previous(path: Path, settings: dict[str, Any], planned: Sequence[Any]) 
     old = read_result(path, "--merge", "chfl", {"runs": list, "settings": dict})
     ours, theirs = _result_settings(settings), _result_settings(old["settings"])
     runs = old["runs"] = stored_runs(old, "--merge")
-    differ = sorted(k for k in RESULT_SETTINGS if ours[k] != theirs[k])
+    differ = sorted(k for k in {**ours, **theirs} if ours.get(k) != theirs.get(k))
     if differ:
         raise SystemExit(f"--merge: {path} was run with other {', '.join(differ)}; rerun without --merge")
     keys = {job_key(asdict(j)) for j in planned}
@@ -70,14 +73,21 @@ def previous_chunks(old: dict[str, Any]) -> list[dict[str, Any]]:
     return old.get("chunks") or [chunk_record(old, len(old["runs"]), old.get("seconds", 0.0))]
 
 
+def _chunk_key(job: Any) -> str:
+    """The run ``--max-runs`` counts ``job`` in: its lrs together, and the secure and plain timing jobs
+    together (every other job is secure)."""
+    return run_key({k: v for k, v in asdict(job).items() if k != "secure"})
+
+
 def todo(planned: Sequence[Any], done: Sequence[dict[str, Any]], max_runs: int | None) -> list[Any]:
-    """The planned jobs not in ``done``, cut after ``max_runs`` whole runs (all lrs of a run together)."""
+    """The planned jobs not in ``done``, cut after ``max_runs`` whole runs (all lrs of a run together,
+    and both timing jobs together)."""
     have = {job_key(r["job"]) for r in done}
     missing = [j for j in planned if job_key(asdict(j)) not in have]
     if max_runs is None:
         return missing
-    runs = list(dict.fromkeys(run_key(asdict(j)) for j in missing))[:max_runs]
-    return [j for j in missing if run_key(asdict(j)) in set(runs)]
+    runs = set(list(dict.fromkeys(_chunk_key(j) for j in missing))[:max_runs])
+    return [j for j in missing if _chunk_key(j) in runs]
 
 
-__all__ = ["RESULT_SETTINGS", "chunk_record", "job_key", "load_previous", "previous_chunks", "todo"]
+__all__ = ["PLAN_SETTINGS", "chunk_record", "job_key", "load_previous", "previous_chunks", "todo"]

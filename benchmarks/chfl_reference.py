@@ -38,7 +38,7 @@ import numpy as np
 
 from benchmarks.chfl_merge import stored_runs
 from benchmarks.common import (RESULTS_DIR, count_option, dataset_names, markdown_header, named_report, read_result,
-                               run_main, writable, write_json, write_text)
+                               rendered_line, rendered_stamp, run_main, writable, write_json, write_text)
 from protocols.errors import InputError
 
 DATASETS = ("covertype", "digits")
@@ -99,7 +99,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     a = p.parse_args(argv)
     a.json = a.json or RESULTS_DIR / ("chfl_reference.quick.json" if a.quick else "chfl_reference.json")
     a.markdown = a.markdown or a.json.with_suffix(".md")
-    writable(p, json=a.json, markdown=a.markdown)
+    writable(p, json=a.json, markdown=a.markdown, inputs={"compare": a.compare})
     if min(a.splits, a.sweep_splits) < 1:
         p.error("--splits and --sweep-splits must be >= 1")
     try:
@@ -196,18 +196,23 @@ def _shown(path: Path | None) -> str | None:
         return str(path)
 
 
-def mlp_runs(path: Path | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The header and the fixed-lr 30%-common runs of a benchmarks.chfl result file (none without ``path``)."""
+def mlp_runs(path: Path | None, quick: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The header (with its quick flag and rounds) and the fixed-lr 30%-common runs of a benchmarks.chfl
+    result file (none without ``path``). A ``--quick`` file only goes beside a ``quick`` reference run."""
     if path is None:
         return {}, []
     old = read_result(path, "--compare", "chfl", {"runs": list, "settings": dict})
+    if old.get("quick") and not quick:
+        raise SystemExit(f"--compare: {path} is a --quick benchmarks.chfl result (reduced rounds and splits);"
+                         " give a full one, or make this a --quick run")
     runs = [r for r in stored_runs(old, "--compare") if r["job"].get("experiment") in ("table2", "table3")
             and math.isclose(r["job"].get("ratio", 0), RATIO) and r["job"].get("seed") == 0]
     lrs = {r["job"]["lr"] for r in runs}
     if len(lrs) > 1:  # a tuned file holds one run per lr; its per-client choice is benchmarks.chfl's business
         raise SystemExit(f"--compare: {path} holds runs at several learning rates {sorted(lrs)};"
                          " give a fixed-lr benchmarks.chfl result (e.g. benchmarks/results/chfl.json)")
-    return {k: old.get(k) for k in ("date", "commit", "command")}, runs
+    header = {k: old.get(k) for k in ("date", "commit", "command", "quick")}
+    return {**header, "rounds": old["settings"].get("rounds")}, runs
 
 
 def mlp_section(header: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -221,16 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     cfg = parse_args(argv)
     if cfg.render_only:
-        report = read_result(cfg.json_path, "--render-only", "chfl_reference", {"runs": list, "mlp": dict})
-        if cfg.compare is not None:  # new MLP runs (e.g. more splits merged into chfl.json) beside the same references
-            report["mlp"] = mlp_section(*mlp_runs(cfg.compare))
-            report["settings"]["compare"] = _shown(cfg.compare)
-        report["summary"] = summarize(report)
-        if cfg.compare is not None:
-            write_json(cfg.json_path, report)
-        render(report, cfg)
-        return 0
-    mlp_header, mlp = mlp_runs(cfg.compare)
+        return render_only(cfg)
+    mlp_header, mlp = mlp_runs(cfg.compare, cfg.quick)
     settings = {"datasets": list(cfg.datasets), "splits": cfg.splits, "sweep_splits": cfg.sweep_splits,
                 "clients": list(cfg.clients), "common_ratio": RATIO, "sample_seed": 0, "gbm": cfg.gbm,
                 "extra_trees": cfg.trees, "compare": _shown(cfg.compare),
@@ -251,12 +248,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def render_only(cfg: Config) -> int:
+    """Re-derive the tables of ``--json`` and rewrite its Markdown, saying when and at which commit; with
+    ``--compare``, first replace its MLP runs by that file's and write the JSON back, stamped. Run nothing."""
+    from benchmarks.chfl_reference_report import summarize
+
+    report = read_result(cfg.json_path, "--render-only", "chfl_reference", {"runs": list, "mlp": dict})
+    if cfg.compare is not None:  # new MLP runs (e.g. more splits merged into chfl.json) beside the same references
+        report["mlp"] = mlp_section(*mlp_runs(cfg.compare, bool(report.get("quick"))))
+        report["settings"]["compare"] = _shown(cfg.compare)
+    report.update(summary=summarize(report), rendered=rendered_stamp())
+    if cfg.compare is not None:
+        write_json(cfg.json_path, report)
+    render(report, cfg)
+    return 0
+
+
 def render(report: dict[str, Any], cfg: Config) -> None:
     from benchmarks.chfl_reference_report import to_markdown
 
-    write_text(cfg.markdown_path, to_markdown(report, markdown_header(
-        "CHFL: reference learners on the same partitions", report)))
-    print(f"wrote {cfg.markdown_path}" + ("" if cfg.render_only else f" and {cfg.json_path}"))
+    header = markdown_header("CHFL: reference learners on the same partitions", report) + rendered_line(report)
+    write_text(cfg.markdown_path, to_markdown(report, header))
+    wrote_json = not cfg.render_only or cfg.compare is not None
+    print(f"wrote {cfg.markdown_path}" + (f" and {cfg.json_path}" if wrote_json else ""))
 
 
 if __name__ == "__main__":

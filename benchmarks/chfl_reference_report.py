@@ -40,7 +40,7 @@ def best_of_three(values: Sequence[float], target: float) -> dict[str, Any] | No
 
 
 def summarize(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """One entry per (dataset, clients): each learner's and MLP method's mean ± std over the same splits."""
+    """One entry per (dataset, clients): each learner's and MLP method's mean ± sample std over the same splits."""
     groups: dict[tuple[str, int], dict[int, dict[str, float]]] = {}
     key_common: dict[tuple[str, int], int] = {}
     for run in report["runs"]:
@@ -134,12 +134,19 @@ def _per_split(report: dict[str, Any], dataset: str, n_clients: int, entry: dict
     return markdown_table(["split", f"{key or 'key feature'} held by", *titles], rows)
 
 
+def _run_kind(source: dict[str, Any]) -> str:
+    """The compared benchmarks.chfl file's rounds and whether it was a ``--quick`` run, as recorded."""
+    if "quick" not in source:  # compared before these were recorded
+        return "rounds and --quick not recorded"
+    return f"{source.get('rounds')} rounds, " + ("**--quick run**" if source["quick"] else "full run")
+
+
 def to_markdown(report: dict[str, Any], header: str) -> str:
     """The report: summary table, what it says about the paper's numbers, 3-split means, per-split values."""
     mlp = report.get("mlp", {}).get("source") or {}
     lines = [header, "", (f"MLP columns: `{report['settings']['compare']}` (benchmarks.chfl, {mlp.get('date')},"
-                          f" commit `{mlp.get('commit')}`), the same feature splits and sample seed."
-                          if mlp else "MLP columns: none (no `--compare` file)."),
+                          f" commit `{mlp.get('commit')}`, {_run_kind(mlp)}), the same feature splits and"
+                          " sample seed." if mlp else "MLP columns: none (no `--compare` file)."),
              f"Total time {report['seconds']:.0f} s.", "", "## Mean client test accuracy over feature splits", ""]
     rows = []
     for e in report["summary"]:

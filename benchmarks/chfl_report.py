@@ -216,7 +216,7 @@ def to_markdown(report: dict[str, Any], header: str, *, png: Path | None = None,
              f" common features nested). T = {s['rounds']} rounds x 5 local epochs, batch 64,"
              f" {_settings_line(s)}, μ > 0 grid ({', '.join(f'{m:g}' for m in s['mus'])})."
              " Each client picks its round (and μ) on its own validation rows; a run's number is the mean"
-             " over clients of their test accuracy, a cell the mean ± std over runs."
+             " over clients of their test accuracy, a cell the mean ± sample std (n − 1) over runs."
              f" Total time {report['seconds']:.0f} s.", "",
              "## Table II: mean client test accuracy (5 clients, 30% common features)", "", table_two(report),
              covertype_verdicts(report), *_lr_part(report),

@@ -68,6 +68,9 @@ def test_partial_file_says_it_is_incomplete(tmp_path, monkeypatch):
 @pytest.mark.parametrize("change, message", [
     (lambda r: r["settings"].update(lrs=[0.001]), "other lrs"),
     (lambda r: r["settings"].update(rounds=9), "other rounds"),
+    (lambda r: r["settings"].update(hidden=[64, 32]), "other hidden"),
+    (lambda r: r["settings"].update(batch_size=128, local_epochs=1), "other batch_size, local_epochs"),
+    (lambda r: r["settings"].pop("aggregation"), "other aggregation"),
     (lambda r: r.update(benchmark="gl"), "not a chfl result file"),
     (lambda r: r["runs"][0]["job"].update(feature_seed=99), "1 runs this plan does not include"),
     (lambda r: r["runs"].append("not a run"), "the file's runs are not chfl runs"),
@@ -86,6 +89,51 @@ def test_merge_refuses_a_file_it_cannot_extend_and_writes_nothing(tmp_path, monk
     with pytest.raises(SystemExit, match=message):
         chfl.main(_args(path, "--merge"))
     assert path.read_text() == before
+
+
+def test_merge_accepts_a_file_whose_plan_is_sized_differently(tmp_path, monkeypatch):
+    # Arrange: a stored file whose plan-size settings all differ from this invocation's
+    monkeypatch.setattr(chfl, "run_job", _fake_run_job)
+    path = tmp_path / "r.json"
+    chfl.main(_args(path, "--max-runs", "1"))
+    stored = json.loads(path.read_text())
+    sized = {"datasets": ["x"], "splits": 9, "runs": 9, "sweep_splits": 9, "clients": [9], "ratios": [0.9],
+             "workers": 9, "render_only": True}
+    path.write_text(json.dumps({**stored, "settings": {**stored["settings"], **sized}}))
+    cfg = parse_args(_args(path, "--merge"))
+    settings = chfl.config_report("chfl", cfg, None, paths=("json_path", "markdown_path", "data_dir", "merge",
+                                                            "max_runs"), extra=chfl.FIXED_SETTINGS)["settings"]
+    # Act
+    old = load_previous(path, settings, plan(cfg, ["digits"]))
+    # Assert
+    assert len(old["runs"]) == 2
+
+
+def test_max_runs_keeps_the_secure_and_plain_timing_jobs_together(tmp_path):
+    # Arrange: every job but the two timing ones has run
+    jobs = plan(parse_args(_args(tmp_path / "r.json")), ["digits"])
+    done = [{"job": asdict(j)} for j in jobs if j.experiment != "timing"]
+    # Act
+    chunk = todo(jobs, done, max_runs=1)
+    # Assert
+    assert [(j.experiment, j.secure) for j in chunk] == [("timing", True), ("timing", False)]
+
+
+def test_timing_jobs_run_alone_after_the_training_pool(tmp_path, monkeypatch):
+    # Arrange: record each batch of jobs handed to the runner, and its number of workers
+    calls = []
+
+    def fake_run_all(jobs, cfg):
+        calls.append(([j.experiment for j in jobs], cfg.workers))
+        return [_fake_run_job(j, cfg) for j in jobs]
+
+    monkeypatch.setattr(chfl, "run_all", fake_run_all)
+    # Act
+    chfl.main(_args(tmp_path / "r.json", "--workers", "2"))
+    # Assert: the pool gets no timing job; the timing jobs come last, one at a time in one process
+    *pool, timing = calls
+    assert pool and all("timing" not in experiments and workers == 2 for experiments, workers in pool)
+    assert timing == (["timing", "timing"], 1)
 
 
 def test_merge_needs_an_existing_file(tmp_path):

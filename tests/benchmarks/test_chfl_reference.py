@@ -51,18 +51,74 @@ def test_quick_run_writes_labelled_json_and_markdown(tmp_path):
     assert all(len(v) == 5 for v in data["runs"][0]["clients"].values())
     assert "quick run" in (tmp_path / "ref.md").read_text()
 
-    # --render-only rewrites the Markdown from the JSON alone, the same as the run wrote it
+    # --render-only rewrites the Markdown from the JSON alone, the same as the run wrote it but for the line
+    # saying that the tables were re-derived
     first = (tmp_path / "ref.md").read_text()
     (tmp_path / "ref.md").unlink()
     assert bench.main(["--render-only", "--json", str(out)]) == 0
-    assert (tmp_path / "ref.md").read_text() == first
+    again = (tmp_path / "ref.md").read_text().splitlines()
+    assert [line for line in again if not line.startswith("- tables re-derived")] == first.splitlines()
+    assert len(again) == len(first.splitlines()) + 1
 
 
-def _chfl_file(path, lrs):
+def _chfl_file(path, lrs, quick=False):
     runs = [{"job": {"experiment": "table2", "dataset": "digits", "n_clients": 5, "ratio": 0.3, "feature_seed": 0,
                      "seed": 0, "lr": lr}, "accuracy": {"common": 0.5}} for lr in lrs]
-    path.write_text(json.dumps({"benchmark": "chfl", "runs": runs, "settings": {"lrs": sorted(set(lrs))}}))
+    path.write_text(json.dumps({"benchmark": "chfl", "quick": quick, "runs": runs,
+                                "settings": {"lrs": sorted(set(lrs)), "rounds": 4 if quick else 20}}))
     return path
+
+
+def _reference_file(path, quick):
+    """A stored chfl_reference result (one digits split, no MLP columns), written without fitting anything."""
+    run = {"job": {"dataset": "digits", "n_clients": 5, "feature_seed": 0},
+           "accuracy": dict.fromkeys(bench.LEARNERS, 0.5), "common_features": [], "unique_features": [[]] * 5}
+    path.write_text(json.dumps({"benchmark": "chfl_reference", "date": "d", "commit": "c", "quick": quick,
+                                "device": {"device": "cpu", "cpu": "x", "cores": 2}, "command": None,
+                                "settings": {"compare": None}, "seconds": 1.0, "runs": [run],
+                                "mlp": {"source": {}, "runs": []}}))
+    return path
+
+
+@pytest.mark.parametrize("render_only", [False, True])
+def test_compare_refuses_a_quick_chfl_file_beside_a_full_reference_run(tmp_path, monkeypatch, render_only):
+    # Arrange: a full reference run (a fresh one, or a stored one to re-render) and a --quick chfl file
+    monkeypatch.setattr(bench, "run_job", lambda *a: pytest.fail("a reference learner ran"))
+    chfl = _chfl_file(tmp_path / "chfl_quick.json", [1e-3], quick=True)
+    out = tmp_path / "ref.json"
+    before = _reference_file(out, quick=False).read_text() if render_only else None
+    argv = ["--render-only"] if render_only else ["--datasets", "digits"]
+    # Act
+    with pytest.raises(SystemExit) as stop:
+        bench.main([*argv, "--compare", str(chfl), "--json", str(out)])
+    # Assert: one line naming --compare; nothing written
+    assert str(stop.value).startswith("--compare: ") and "--quick" in str(stop.value) and "\n" not in str(stop.value)
+    assert (out.read_text() == before) if render_only else not out.exists()
+    assert not out.with_suffix(".md").exists()
+
+
+@pytest.mark.parametrize(("quick", "kind"), [(True, "4 rounds, **--quick run**"), (False, "20 rounds, full run")])
+def test_compare_line_gives_the_chfl_files_rounds_and_quick_flag(tmp_path, quick, kind):
+    # Arrange: a quick reference run takes either kind of chfl file
+    chfl = _chfl_file(tmp_path / "chfl.json", [1e-3], quick=quick)
+    out = _reference_file(tmp_path / "ref.json", quick=True)
+    # Act
+    bench.main(["--render-only", "--compare", str(chfl), "--json", str(out)])
+    # Assert
+    line = next(x for x in out.with_suffix(".md").read_text().splitlines() if x.startswith("MLP columns:"))
+    assert kind in line and json.loads(out.read_text())["mlp"]["source"]["quick"] is quick
+
+
+def test_render_only_compare_stamps_the_json_and_the_header(tmp_path):
+    # Arrange
+    chfl = _chfl_file(tmp_path / "chfl.json", [1e-3])
+    out = _reference_file(tmp_path / "ref.json", quick=False)
+    # Act
+    bench.main(["--render-only", "--compare", str(chfl), "--json", str(out)])
+    # Assert: the JSON whose MLP runs were replaced says when and at which commit; so does its Markdown
+    stamp = json.loads(out.read_text())["rendered"]
+    assert stamp["date"] and stamp["commit"]
+    assert f"- tables re-derived from the runs on {stamp['date']}" in out.with_suffix(".md").read_text()
 
 
 @pytest.mark.parametrize(("content", "message"), [

@@ -125,6 +125,15 @@ def test_markdown_has_paper_rows_missing_datasets_and_timing(tmp_path):
     assert len(lines) == 2 and len({line.count("|") for line in lines}) == 1
 
 
+def test_markdown_says_a_cell_is_the_mean_and_sample_std_over_runs(tmp_path):
+    # Arrange
+    _, report = _report(tmp_path, (0.62, 0.64, 0.675, 0.685, 0.66))
+    # Act
+    text = to_markdown(report, markdown_header("CHFL", report))
+    # Assert: statistics.stdev, the n - 1 std, is what chfl_summary.cell stores
+    assert "a cell the mean ± sample std (n − 1) over runs" in text
+
+
 def test_covertype_far_from_the_paper_is_not_met(tmp_path):
     _, report = _report(tmp_path, (0.45, 0.60, 0.58, 0.65, 0.6))
     text = to_markdown(report, markdown_header("CHFL", report))
