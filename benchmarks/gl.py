@@ -275,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device_name(parser, args.device)
     args.markdown = args.markdown or args.json.with_suffix(".md")
-    writable(parser, json=args.json, markdown=args.markdown)
+    writable(parser, inputs={"reuse": args.reuse}, json=args.json, markdown=args.markdown)
     if args.render_only:
         return render_only(args)
     names = _checked_datasets(parser, args)

@@ -7,20 +7,23 @@ run it repeats, say) and, for each dataset, method and metric, reports the mean 
 A − B over (seed, client) pairs, its standard error over seeds (each seed's clients
 averaged first: a seed's clients share one training run) and the largest |A − B|.
 Settings that differ other than the device are listed above each dataset's table,
-so that a comparison of two devices is not read as one of two settings.
+so that a comparison of two devices is not read as one of two settings, and each
+file's ``--quick`` flag and the commits its runs came from are listed, with a warning
+when the two files ran different code.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import statistics
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from benchmarks.common import git_commit, markdown_table, run_main, writable, write_text
-from benchmarks.gl_merge import load_result
+from benchmarks.common import git_commit, markdown_table, run_main, short_commit, writable, write_text
+from benchmarks.gl_merge import load_result, upgrade
 
 METRICS = ("auroc", "accuracy", "balanced_accuracy", "auprc")
 
@@ -63,20 +66,54 @@ def differing_settings(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if k != "device" and a.get(k) != b.get(k))
 
 
-def _source(name: str, path: Path, result: Mapping[str, Any]) -> str:
+def upgraded(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``result``'s datasets as ``--merge`` reads them (a copy): :func:`benchmarks.gl_merge.upgrade`'s
+    setting defaults (a file without ``select`` ran "last") and each one's ``runs_from``."""
+    result = copy.deepcopy(dict(result))
+    for res in result["datasets"].values():  # upgrade() takes a file's seeds from its header otherwise
+        res.setdefault("seeds", sorted({r["seed"] for r in res["runs"]}))
+    return upgrade(result)
+
+
+def commits(datasets: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[str]:
+    """The short commits the runs of ``names`` came from, in the order the file records them."""
+    found = (short_commit(p.get("commit")) for name in names for p in datasets[name]["runs_from"])
+    return list(dict.fromkeys(found))
+
+
+def _listed(commits_: Sequence[str]) -> str:
+    return ", ".join(f"`{c}`" for c in commits_)
+
+
+def _source(name: str, path: Path, result: Mapping[str, Any], runs_from: Sequence[str]) -> str:
     dev = result.get("device", {})
     where = dev.get("gpu") or dev.get("cpu", "?")
-    return f"- {name}: `{path}` ({dev.get('device', '?')}, {where}; written {result.get('date', '?')})"
+    quick = {True: "--quick run", False: "full run"}.get(result.get("quick"), "--quick not recorded")
+    return (f"- {name}: `{path}` ({dev.get('device', '?')}, {where}; {quick}; written {result.get('date', '?')};"
+            f" runs from commit{'s' if len(runs_from) > 1 else ''} {_listed(runs_from)})")
+
+
+def _code_warning(ours: Sequence[str], theirs: Sequence[str]) -> list[str]:
+    """A line saying that the two files' runs came from different commits (none when they did not)."""
+    only = [f"{_listed(mine)} only in {side}" for side, mine in
+            (("A", [c for c in ours if c not in theirs]), ("B", [c for c in theirs if c not in ours])) if mine]
+    if not only:
+        return []
+    return [f"- **Warning: the two files ran different code**: {'; '.join(only)}. A Δ may come from the code,"
+            " not only from the device."]
 
 
 def render(paths: tuple[Path, Path], a: Mapping[str, Any], b: Mapping[str, Any], made: str = "") -> str:
     """The Markdown report: one table per dataset both files hold; ``made`` says when and from which commit."""
+    ua, ub = upgraded(a), upgraded(b)
+    shared = sorted(ua.keys() & ub.keys())
+    ca, cb = commits(ua, shared), commits(ub, shared)
     lines = ["# GL: the same seeds in two result files", "", *([made] if made else []),
-             _source("A", paths[0], a), _source("B", paths[1], b),
+             _source("A", paths[0], a, ca), _source("B", paths[1], b, cb), *_code_warning(ca, cb),
              "", "Δ = A − B in points, over every (seed, client) pair both ran; SE over seeds (a seed's "
              "clients averaged first); max abs Δ = the largest |Δ| of one client in one seed.", ""]
-    for name in sorted(a["datasets"].keys() & b["datasets"].keys()):
-        da, db = a["datasets"][name], b["datasets"][name]
+    for name in shared:
+        da, db = ua[name], ub[name]
         lines.append(f"## {name}")
         lines.append("")
         other = differing_settings(da["settings"], db["settings"])
@@ -99,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("b", type=Path, help="another one, with runs of the same seeds (e.g. the CPU run)")
     parser.add_argument("--markdown", type=Path, required=True)
     args = parser.parse_args(argv)
-    writable(parser, markdown=args.markdown)
+    writable(parser, inputs={"a": args.a, "b": args.b}, markdown=args.markdown)
     a, b = load_result(args.a, "A"), load_result(args.b, "B")
     made = (f"- written {datetime.now(timezone.utc).isoformat(timespec='seconds')} at commit `{git_commit()}` "
             f"by `python -m benchmarks.gl_compare {args.a} {args.b}`")

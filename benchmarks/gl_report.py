@@ -41,12 +41,13 @@ PAPER_PARAMETERS = {"gl_covertype": {"total (Comanche)": 915_954, "federated": 7
 
 
 def summary(values: Iterable[float]) -> dict[str, float]:
-    """n, mean, sample std and the t-based 95% confidence half-width (NaNs ignored)."""
+    """n, mean, sample std and the t-based 95% confidence half-width (NaNs ignored); the std and the
+    half-width of one value are nan (null in JSON), not 0: one value has no spread to measure."""
     x = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
     n = int(x.size)
     if n == 0:
         return {"n": 0, "mean": float("nan"), "std": float("nan"), "ci95": float("nan")}
-    std = float(x.std(ddof=1)) if n > 1 else 0.0
+    std = float(x.std(ddof=1)) if n > 1 else float("nan")
     return {"n": n, "mean": float(x.mean()), "std": std, "ci95": ci95_half_width(std, n)}
 
 
@@ -79,8 +80,11 @@ def load_reference(root: Path, dataset: str) -> dict[str, dict[str, dict[str, li
 
 
 def _cell(s: Mapping[str, float]) -> str:
+    """A Table 2 cell, "mean ± std [±CI] (n=...)" in %; one value has no spread (n decides: older files stored 0)."""
     if s["n"] == 0:
         return "–"
+    if s["n"] < 2:
+        return f"{100 * s['mean']:.2f} (n={s['n']})"
     ci = f" [±{100 * s['ci95']:.2f}]" if not math.isnan(s["ci95"]) else ""
     return f"{100 * s['mean']:.2f} ± {100 * s['std']:.2f}{ci} (n={s['n']})"
 

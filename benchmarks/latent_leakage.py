@@ -22,6 +22,7 @@ latents' Gaussian distribution that they reveal nothing (its Section IV-B).
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from dataclasses import asdict, dataclass
@@ -80,16 +81,22 @@ def run_seed(dataset: Any, seed: int, config: Config) -> tuple[dict[str, Any], d
 
 
 def summarise(seeds: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Mean and std over seeds, per passive party, reading and known share."""
+    """Mean and sample std over seeds (nan, null in JSON, for one seed), per passive party, reading and
+    known share."""
     out: dict[str, Any] = {}
     for name, readings in seeds[0].items():
         for reading, shares in readings.items():
             for known in shares:
                 values = [s[name][reading][known] for s in seeds]
-                std = statistics.stdev(values) if len(values) > 1 else 0.0
+                std = statistics.stdev(values) if len(values) > 1 else math.nan
                 out.setdefault(name, {}).setdefault(reading, {})[known] = {"mean": statistics.fmean(values),
                                                                            "std": std, "n": len(values)}
     return out
+
+
+def _cell(s: dict[str, Any]) -> str:
+    """A cell, "mean ± std"; one seed has no spread, so "mean (n=1)" (n decides: older files stored std 0)."""
+    return f"{s['mean']:.3f} ± {s['std']:.3f}" if s.get("n", 2) > 1 else f"{s['mean']:.3f} (n={s['n']})"
 
 
 def markdown(meta: dict[str, Any], results: dict[str, Any]) -> str:
@@ -102,7 +109,7 @@ def markdown(meta: dict[str, Any], results: dict[str, Any]) -> str:
     for name, res in results.items():
         for party, readings in res["summary"].items():
             for known in readings["mean"]:
-                cells = [f"{readings[r][known]['mean']:.3f} ± {readings[r][known]['std']:.3f}" for r in READINGS]
+                cells = [_cell(readings[r][known]) for r in READINGS]
                 rows.append([PAPER_NAMES.get(name, name), party, res["features"][party], res["latent"][party],
                              f"{float(known):.0%}", *cells])
     lines.append(markdown_table(["dataset", "passive party", "features", "latent width", "rows known",

@@ -33,6 +33,7 @@ party can read beyond dL/da, since it decrypts whole polynomials and every slot.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from dataclasses import asdict, dataclass
@@ -159,13 +160,13 @@ def run_dataset(name: str, dataset: Any, config: Config) -> dict[str, Any]:
 
 
 def summary(seeds: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Mean and sample std (n - 1, as every other result file) over seeds of each attack's AUROC; the
-    most float values any STFL passive party got."""
+    """Mean and sample std (n - 1, as every other result file; nan, null in JSON, for one seed) over
+    seeds of each attack's AUROC; the most float values any STFL passive party got."""
     out: dict[str, Any] = {"seeds": len(seeds)}
     for key in ("norm_auroc", "norm_auroc_oriented", "cosine_auroc"):  # oriented: absent from older runs
         values = [s["he_vfl"][key] for s in seeds if s["he_vfl"].get(key) is not None]
         out[key] = statistics.fmean(values) if values else None
-        out[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0 if values else None
+        out[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else math.nan if values else None
     out["positive_rate"] = statistics.fmean(s["he_vfl"].get("positive_rate", float("nan")) for s in seeds)
     out["stfl_float_values"] = max(p["float_values"] for s in seeds for p in s["stfl"].values())
     out["stfl_kinds"] = sorted({k for s in seeds for p in s["stfl"].values() for k in p["kinds"]})
@@ -173,9 +174,10 @@ def summary(seeds: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _num(value: float | None, std: float | None = None) -> str:
+    """``value`` (n/a when None) with `` ± std`` when the std is a number (not None or nan)."""
     if value is None:
         return "n/a"
-    return f"{value:.3f}" + (f" ± {std:.3f}" if std is not None else "")
+    return f"{value:.3f}" + (f" ± {std:.3f}" if std is not None and not math.isnan(std) else "")
 
 
 def hub_section(hubs: Sequence[dict[str, Any]]) -> list[str]:
@@ -205,9 +207,11 @@ def markdown(meta: dict[str, Any], results: dict[str, Any], views: Sequence[dict
         s = res["summary"]
         stfl = ("nothing to attack: no float value received" if s["stfl_float_values"] == 0 else
                 f"{s['stfl_float_values']:,} float values received")
-        rows.append([name, s["seeds"], f"{s['positive_rate']:.3f}", _num(s["norm_auroc"], s["norm_auroc_std"]),
-                     _num(s.get("norm_auroc_oriented"), s.get("norm_auroc_oriented_std")),
-                     _num(s["cosine_auroc"], s["cosine_auroc_std"]), stfl, ", ".join(s["stfl_kinds"])])
+        spread = {k: s.get(f"{k}_std") if s["seeds"] > 1 else None  # one seed: no std (older files stored 0)
+                  for k in ("norm_auroc", "norm_auroc_oriented", "cosine_auroc")}
+        rows.append([name, s["seeds"], f"{s['positive_rate']:.3f}", _num(s["norm_auroc"], spread["norm_auroc"]),
+                     _num(s.get("norm_auroc_oriented"), spread["norm_auroc_oriented"]),
+                     _num(s["cosine_auroc"], spread["cosine_auroc"]), stfl, ", ".join(s["stfl_kinds"])])
     server = [[v["method"], v["dataset"], v["aggregation"], v["messages"], f"{v['float_values']:,}",
                f"{v['uint64_words']:,}", _num(v["uint64_one_bit_rate"]), _num(v.get("uint64_top_bits_agree")),
                ", ".join(f"{c} {a:.4f}" for c, a in v["client_accuracy"].items())] for v in views]

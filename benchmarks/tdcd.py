@@ -169,7 +169,9 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, Path, Path, Path | N
         p.error(f"--figures: unknown panel(s) {unknown}; choose from {', '.join(FIGURES)}")
     a.json = a.json or RESULTS_DIR / ("tdcd.quick.json" if a.quick else "tdcd.json")
     a.markdown = a.markdown or a.json.with_suffix(".md")
-    writable(p, json=a.json, markdown=a.markdown)
+    # the PNG goes beside the Markdown; --render-only reads --json and writes the other two
+    writable(p, inputs={"json": a.json} if a.render_only else None, json=None if a.render_only else a.json,
+             markdown=a.markdown, beside={"the PNG beside --markdown": a.markdown.with_suffix(".png")})
     datasets = dataset_names(p, a.datasets, REGRESSION)
     if a.quick:
         figures, datasets = ("2b", "2c"), (QUICK_DATASET,)

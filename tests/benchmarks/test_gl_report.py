@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from benchmarks.gl_report import best_method_check, collect, load_reference, summary, table2
+from benchmarks.gl_report import _cell, best_method_check, collect, load_reference, summary, table2
 
 
 def _result(method, seed_values):
@@ -22,7 +22,27 @@ def test_summary_gives_mean_std_and_t_interval():
 
 def test_summary_ignores_nan_and_handles_one_value():
     s = summary([0.5, float("nan")])
-    assert s["n"] == 1 and s["std"] == 0.0 and math.isnan(s["ci95"])
+    assert s["n"] == 1 and s["mean"] == 0.5 and math.isnan(s["ci95"])
+
+
+def test_one_value_has_no_std_and_its_cell_shows_no_spread():
+    # Arrange: one seed of ours against two of the authors'
+    ours = collect([_result("gl", [0.7581])])
+    reference = {"gl": {"cleveland": {"auroc": [0.8, 0.9]}}}
+    # Act
+    s = summary([0.7581])
+    markdown, _ = table2("gl_heart", ours, reference)
+    # Assert: undefined (null in JSON), not 0.0; the cell reads "75.81 (n=1)", not "75.81 ± 0.00 (n=1)"
+    assert math.isnan(s["std"]) and math.isnan(s["ci95"])
+    assert "| 75.81 (n=1) |" in markdown and "± 0.00" not in markdown
+
+
+def test_a_stored_summary_with_std_zero_for_one_value_renders_as_a_new_one():
+    # Arrange: files written before the fix stored std 0.0 for n = 1
+    old = {"n": 1, "mean": 0.7581, "std": 0.0, "ci95": float("nan")}
+    new = {**old, "std": float("nan")}
+    # Act / Assert: n decides, not the stored std
+    assert _cell(old) == _cell(new) == "75.81 (n=1)"
 
 
 def test_reference_rows_are_read_per_client_and_metric(tmp_path):

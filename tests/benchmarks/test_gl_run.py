@@ -78,3 +78,17 @@ def test_averaging_is_timed_secure_and_plain_for_both_federated_vectors(heart_ru
             for r in result["datasets"]["gl_heart"]["runs"]}
     assert timing["gl (global layers)"]["values"] == sent["gl"] > result["datasets"]["gl_heart"]["parameters"][
         "ours"][next(iter(result["datasets"]["gl_heart"]["parameters"]["ours"]))]["federated_gl"]
+
+
+@pytest.mark.parametrize("option", ["--markdown", "--json"])
+def test_an_output_naming_the_reuse_file_is_a_usage_error_and_the_file_is_kept(tmp_path, capsys, option):
+    # Arrange
+    reuse = tmp_path / "reuse.json"
+    reuse.write_text('{"benchmark": "gl", "datasets": {}}')
+    argv = {"--markdown": ["--json", str(tmp_path / "r.json")], "--json": []}[option]
+    # Act
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, option, str(reuse), "--reuse", str(reuse)])
+    # Assert
+    assert stop.value.code == 2 and f"{option} {reuse} would replace --reuse {reuse}" in capsys.readouterr().err
+    assert reuse.read_text() == '{"benchmark": "gl", "datasets": {}}' and not (tmp_path / "r.json").exists()

@@ -1,6 +1,7 @@
 """The label-leakage benchmark runs end to end on the bundled data and says what it measured."""
 
 import json
+import math
 
 import pytest
 
@@ -80,3 +81,31 @@ def test_summary_std_is_the_sample_std_over_seeds():
     out = bench.summary(seeds)
     # Assert: n - 1 in the denominator, as every other result file's std
     assert out["norm_auroc"] == pytest.approx(0.7) and out["norm_auroc_std"] == pytest.approx(0.02 ** 0.5)
+
+
+CONFIG = bench.Config(datasets=("breast_sklearn",), seeds=1, steps=2, he="ckks", quick=True)
+META = {"date": "d", "commit": "c", "quick": True, "settings": {}, "device": {"device": "cpu", "cpu": "c", "cores": 1}}
+
+
+def _seeds(*aurocs):
+    return [{"he_vfl": {"norm_auroc": a, "cosine_auroc": a, "positive_rate": 0.4},
+             "stfl": {"p": {"float_values": 0, "kinds": []}}} for a in aurocs]
+
+
+def test_one_seed_has_no_std_stored_or_shown(tmp_path):
+    # Act
+    out = bench.summary(_seeds(0.6))
+    text = bench.markdown(META, {"breast_sklearn": {"summary": out}}, [], CONFIG)
+    bench.write_json(tmp_path / "s.json", out)
+    # Assert: undefined, null in JSON, and the cell is the mean alone
+    assert math.isnan(out["norm_auroc_std"]) and json.loads((tmp_path / "s.json").read_text())["norm_auroc_std"] is None
+    assert "| 0.600 |" in text and "± 0.000" not in text
+
+
+def test_a_stored_one_seed_summary_with_std_zero_renders_without_a_spread():
+    # Arrange: files written before the fix stored std 0.0 for one seed
+    old = {**bench.summary(_seeds(0.6)), "norm_auroc_std": 0.0, "cosine_auroc_std": 0.0}
+    # Act
+    text = bench.markdown(META, {"breast_sklearn": {"summary": old}}, [], CONFIG)
+    # Assert: the number of seeds decides, not the stored std
+    assert "| 0.600 |" in text and "± 0.000" not in text

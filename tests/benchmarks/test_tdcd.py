@@ -73,3 +73,26 @@ def test_bad_settings_are_usage_errors(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as info:
         bench.main([*argv, "--json", str(tmp_path / "t.json")])
     assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_json_where_the_png_goes_is_a_usage_error(tmp_path, capsys):
+    # Act: the PNG goes beside the Markdown (r.md), so it would replace r.png
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--quick", "--json", str(tmp_path / "r.png")])
+    # Assert: refused before any run
+    png = tmp_path / "r.png"
+    assert stop.value.code == 2 and f"the PNG beside --markdown {png} would replace --json {png}" in capsys.readouterr().err
+    assert not (tmp_path / "r.png").exists()
+
+
+def test_render_only_refuses_a_png_over_its_input_and_keeps_it(tmp_path, capsys):
+    # Arrange: a stored result named like the PNG its Markdown would get
+    stored = tmp_path / "r.png"
+    stored.write_text('{"benchmark": "tdcd", "panels": [], "settings": {}}')
+    # Act
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--render-only", "--json", str(stored), "--markdown", str(tmp_path / "r.md")])
+    # Assert
+    assert stop.value.code == 2 and f"would replace --json {stored}" in capsys.readouterr().err
+    assert stored.read_text() == '{"benchmark": "tdcd", "panels": [], "settings": {}}'
+    assert not (tmp_path / "r.md").exists()
