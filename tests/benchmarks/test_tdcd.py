@@ -81,7 +81,8 @@ def test_a_json_where_the_png_goes_is_a_usage_error(tmp_path, capsys):
         bench.main(["--quick", "--json", str(tmp_path / "r.png")])
     # Assert: refused before any run
     png = tmp_path / "r.png"
-    assert stop.value.code == 2 and f"the PNG beside --markdown {png} would replace --json {png}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"the PNG beside --markdown {png} would replace --json {png}" in err
     assert not (tmp_path / "r.png").exists()
 
 
