@@ -35,8 +35,8 @@ from protocols.he import CKKSPublicContext
 from protocols.he.ckks import left_rotation_elements
 from protocols.interactive.ckks_engine import MASK_BITS, PLAIN_SCALE_BITS, SealHandles, bound_exponent
 from protocols.interactive.packing import Plan, diagonals, pack_every_copy, read_lanes, unpack_output
-from protocols.randomness import os_uniform
 from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields
+from protocols.randomness import os_uniform
 
 FLOOD_BITS = 48
 """Coefficient size (std, log2) of a flood's first part: exact integers, uniform modulo 2^45."""

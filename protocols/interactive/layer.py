@@ -70,8 +70,8 @@ from protocols.he import BACKENDS, PublicContext, SecretContext, load_public_con
 from protocols.interactive.ckks_engine import (MASK_BITS, PACKED_CKKS_OPTIONS, PackedCKKSKey,
                                                bound_exponent, room_bits)
 from protocols.interactive.engines import ActiveEngine, GenericActive, GenericPassive, PassiveEngine, peer_array
-from protocols.randomness import os_uniform
 from protocols.interactive.packed_engines import PackedActive, PackedPassive
+from protocols.randomness import os_uniform
 from protocols.transport import Transport
 
 STAGE = "interactive"
