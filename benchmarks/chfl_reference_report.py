@@ -9,6 +9,7 @@ from typing import Any, Sequence
 from benchmarks.chfl import PAPER_TABLE2, PAPER_TABLE3, TOLERANCE
 from benchmarks.chfl_reference import RATIO
 from benchmarks.common import markdown_table
+from benchmarks.stats import mean_std, sample_std
 
 LEARNER_TITLES = {"pooled_common": "pooled common (GBM)", "local_gbm": "local GBM",
                   "local_trees": "local extra trees", "pooled_all": "pooled all (GBM)"}
@@ -59,7 +60,7 @@ def summarize(report: dict[str, Any]) -> list[dict[str, Any]]:
         cells = {}
         for m in methods:
             values = [splits[s][m] for s in sorted(splits) if m in splits[s]]
-            cells[m] = {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            cells[m] = {"mean": statistics.fmean(values), "std": sample_std(values),
                         "n": len(values), "values": values}
         paper = paper_row(dataset, k)
         three = {m: best_of_three(cells[f"mlp_{m}"]["values"], paper[m]) for m in paper if f"mlp_{m}" in cells}
@@ -74,7 +75,7 @@ def summarize(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _cell(cells: dict[str, Any], name: str) -> str:
     c = cells.get(name)
-    return f"{c['mean']:.4f} ± {c['std']:.4f} (n={c['n']})" if c else "—"
+    return mean_std(c["mean"], c["std"], c["n"], digits=4) if c else "—"
 
 
 def _verdicts(entry: dict[str, Any]) -> list[str]:

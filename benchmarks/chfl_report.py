@@ -9,6 +9,7 @@ from typing import Any
 from benchmarks.chfl import DATASETS, PAPER_TABLE2, PAPER_TABLE3, TOLERANCE
 from benchmarks.chfl_summary import METHODS, tune_lr
 from benchmarks.common import markdown_table
+from benchmarks.stats import error_bar, mean_std
 from protocols.errors import InputError
 from securefl.data.chfl_partition import random_feature_split
 from securefl.data.chfl_sets import load_chfl_dataset
@@ -18,7 +19,7 @@ LABELS = {"common": "Common", "local": "Local", "chfl_mu0": "CHFL μ=0", "chfl":
 
 
 def _fmt(c: dict[str, Any] | None) -> str:
-    return f"{c['mean']:.4f} ± {c['std']:.4f} (n={c['n']})" if c else "—"
+    return mean_std(c["mean"], c["std"], c["n"], digits=4) if c else "—"
 
 
 def ordering(summary: dict[str, dict[str, Any]]) -> str:
@@ -174,7 +175,7 @@ def plot_fig4(report: dict[str, Any], path: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for m in METHODS[:4]:
         means = [fig4[r][m]["mean"] for r in fig4]
-        stds = [fig4[r][m]["std"] for r in fig4]
+        stds = [error_bar(fig4[r][m]["std"]) for r in fig4]
         ax.errorbar(ratios, means, yerr=stds, marker="o", capsize=3, label=LABELS[m])
     ax.set_xlabel("ratio of common features")
     ax.set_ylabel("mean client test accuracy")

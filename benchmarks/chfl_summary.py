@@ -10,13 +10,14 @@ import json
 import statistics
 from typing import Any, Sequence
 
+from benchmarks.stats import sample_std
 from securefl.algorithms.chfl import REPORTED as METHODS
 from securefl.algorithms.chfl_tuning import choose_lr
 
 
 def cell(values: Sequence[float]) -> dict[str, Any]:
     """Mean, sample std and count of ``values``."""
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+    return {"mean": statistics.fmean(values), "std": sample_std(values),
             "n": len(values)}
 
 

@@ -11,7 +11,6 @@ import argparse
 import datetime as _dt
 import hashlib
 import json
-import math
 import os
 import platform
 import shlex
@@ -287,16 +286,6 @@ def markdown_header(title: str, meta: dict[str, Any]) -> str:
     if meta.get("command"):
         lines.append(f"- command: `{meta['command']}`")
     return "\n".join(lines) + "\n"
-
-
-def ci95_half_width(std: float, n: int) -> float:
-    """The t-based 95% confidence half-width of a mean over ``n`` values with sample std ``std``
-    (nan for one value, which has no interval)."""
-    if n < 2:
-        return float("nan")
-    from scipy import stats  # here: scipy is slow to import
-
-    return float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
 
 
 def rendered_stamp() -> dict[str, Any]:

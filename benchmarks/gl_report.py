@@ -12,7 +12,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import ci95_half_width, markdown_header, markdown_table, rendered_line, short_commit
+from benchmarks.common import markdown_header, markdown_table, rendered_line, short_commit
+from benchmarks.stats import ci95_half_width
 
 METHODS = ("local", "fedavg", "gl", "centralized")
 REFERENCE_FILES = {

@@ -28,6 +28,7 @@ import numpy as np
 from benchmarks.common import (RESULTS_DIR, config_report, count_option, device_name, markdown_header, markdown_table,
                                read_result, run_main, writable, write_json, write_text)
 from benchmarks.he_projection import DATASETS
+from benchmarks.stats import mean_std, sample_std
 
 QUICK = {"dataset": "breast_sklearn", "epochs": 2, "draws": 2}
 
@@ -120,7 +121,7 @@ def run(cfg: Config) -> dict[str, Any]:
         print(f"draw {draw}: accuracy {draws[-1]['accuracy']:.4f}", flush=True)
     acc = [d["accuracy"] for d in draws]
     summary = {"unperturbed": base["accuracy"], "mean": statistics.fmean(acc), "min": min(acc), "max": max(acc),
-               "std": statistics.stdev(acc) if len(acc) > 1 else 0.0,
+               "std": sample_std(acc),
                "max_abs_shift": max(abs(a - base["accuracy"]) for a in acc)}
     return {"unperturbed": base, "draws": draws, "summary": summary}
 
@@ -137,7 +138,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"{s['dataset']}, seed {s['seed']}, {s['epochs']} epochs: the split NN of `benchmarks.stfl`'s HE-VFL "
             f"cell, and {s['draws']} copies whose passive features carry Gaussian noise of {s['jitter']:g} x each "
             f"column's std.\n\n{markdown_table(['run', 'test accuracy (%)'], rows)}\n"
-            f"Perturbed: {100 * summary['mean']:.2f} ± {100 * summary['std']:.2f} (range "
+            f"Perturbed: {mean_std(summary['mean'], summary['std'], len(report['draws']), digits=2, scale=100)} (range "
             f"{100 * summary['min']:.2f}–{100 * summary['max']:.2f}); the largest move from the unperturbed run "
             f"is {shift:.2f} points.\n")
 

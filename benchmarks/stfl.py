@@ -46,6 +46,7 @@ from benchmarks.common import (RESULTS_DIR, config_report, count_option, dataset
                                read_result, rendered_line, rendered_stamp, run_main, uncommitted_code, writable,
                                write_json, write_text)
 from benchmarks.probe import seal_rotation_ms
+from benchmarks.stats import sample_std
 from benchmarks.stfl_gpu import gpu_beside
 
 DATASETS = ("breast", "default_credit", "give_credit")
@@ -255,7 +256,7 @@ def summarize(runs: dict[str, list[dict]]) -> dict[str, dict[str, Any]]:
         acc = [100 * r["metrics"]["accuracy"] for r in results]
         secs = [r["seconds"] for r in results]
         out[row] = {"accuracy_mean": statistics.fmean(acc),
-                    "accuracy_std": statistics.stdev(acc) if len(acc) > 1 else 0.0,
+                    "accuracy_std": sample_std(acc),
                     "seconds_mean": statistics.fmean(secs), "n": len(acc),
                     "modes": sorted({r.get("mode", "measured") for r in results})}
         peaks = [r["gpu_peak_mib"] for r in results if "gpu_peak_mib" in r]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from benchmarks.common import ci95_half_width, markdown_table
+from benchmarks.common import markdown_table
+from benchmarks.stats import ci95_half_width, mean_std
 from benchmarks.stfl import ACCURACY_TOLERANCE, DATASETS, PAPER_NAMES, PAPER_SECONDS, paper_accuracy
 
 
 def _cell(summary: dict[str, Any]) -> str:
     mark = "" if summary["modes"] == ["measured"] else " †"
-    return f"{summary['accuracy_mean']:.2f} ± {summary['accuracy_std']:.2f}{mark}"
+    return mean_std(summary["accuracy_mean"], summary["accuracy_std"], summary["n"], digits=2, count=False) + mark
 
 
 PAPER_EPOCHS = 100

@@ -419,7 +419,7 @@ def test_table_one_shows_a_row_that_only_a_later_dataset_ran():
     # Act
     rows = [line for line in table_one(report).splitlines() if line.startswith("| he-vfl ckks")]
     # Assert: the HE-VFL row, a dash under breast
-    assert len(rows) == 1 and "| — | 92.04 |" in rows[0] and "92.00 ± 0.00" in rows[0]
+    assert len(rows) == 1 and "| — | 92.04 |" in rows[0] and "92.00 (n=1)" in rows[0]
 
 
 def test_a_stopped_run_resumes_with_its_finished_cells_and_runs_only_the_rest(tmp_path, monkeypatch, capsys):
