@@ -46,13 +46,14 @@ Progress = Callable[[int, int], None]
 class GLConfig:
     """GL settings (paper Tables 10-12; covertype defaults: 105 epochs of 10 batches).
 
-    ``eta`` is Algorithm 1's "global layer update rate". The paper writes the update
-    as omega_k <- eta omega_k + (1 - eta) omega with eta = 1, after a broadcast of
-    omega at the start of every round, so with one aggregation per round the clients
-    train each round from the average either way. We apply eta as the weight of the
-    average, omega_k <- (1 - eta) omega_k + eta omega, so eta = 1 (the paper's value)
-    means every client takes the average after each aggregation; ``final_average``
-    then picks the one state where the two readings differ, the last.
+    ``eta`` is Algorithm 1's "global layer update rate", applied as the paper writes
+    it: after every aggregation omega_k <- eta omega_k + (1 - eta) omega, and the server
+    broadcasts omega at the start of every round (epoch), which each client adopts.
+    So eta acts only between the batch steps of a round, with ``aggregate="batch"``:
+    eta = 1 (the paper's value) keeps each client's own omega_k until the next round
+    (the run trains exactly as per-epoch aggregation does, sending one average per
+    batch), eta = 0 is per-batch FedAvg. With one aggregation per round the broadcast
+    replaces any blend, so ``aggregate="epoch"`` refuses an eta other than 1.
     ``select``: the epoch whose weights each client is evaluated with, "last" (default)
     or the one its validation rows score best, "val_loss" or "val_auroc"
     (:mod:`securefl.algorithms.gl_select`; needs clients split per seed, e.g. heart).
@@ -101,6 +102,9 @@ class GLConfig:
         check.number_in(owner, "lr", self.lr, 0.0, 10.0, open_low=True)
         check.number_in(owner, "weight_decay", self.weight_decay, 0.0, 1.0)
         check.number_in(owner, "eta", self.eta, 0.0, 1.0)
+        if self.eta != 1.0 and self.aggregate == "epoch":
+            raise InputError(f"GLConfig.eta={self.eta:g} would have no effect with aggregate='epoch' (each round "
+                             "starts from the broadcast average); it blends between batches: aggregate='batch'")
         if self.aggregate not in AGGREGATE:
             raise InputError(f"GLConfig.aggregate must be one of {AGGREGATE}, got {self.aggregate!r}")
         if not isinstance(self.shape, TabularShape):
@@ -119,9 +123,10 @@ class GLConfig:
         check.callback(owner, "progress", self.progress)
 
     def rounds(self) -> int:
-        """Aggregation rounds in a run: one per epoch, or one per batch step (less the last
-        one without ``final_average``)."""
-        return self.epochs * (self.batches if self.aggregate == "batch" else 1) - (not self.final_average)
+        """Aggregation rounds in a run: one per epoch, or one per batch step; less the last one
+        when nobody would use its average (no ``final_average``, and eta = 1 keeps a client's own)."""
+        unused = not self.final_average and self.eta == 1.0
+        return self.epochs * (self.batches if self.aggregate == "batch" else 1) - unused
 
     def secagg(self) -> SecAggConfig:
         return SecAggConfig(secure=self.secure, stage_timeout=self.stage_timeout)
@@ -209,14 +214,25 @@ def federated_tensors(model: GLModel, scope: str, *, bn_stats: bool = True) -> l
     return (model.global_tensors if scope == "global" else model.all_tensors)(bn_stats=bn_stats)
 
 
-def aggregate(transport: Transport, tensors: list[torch.Tensor], config: GLConfig, rnd: int) -> None:
-    """Average ``tensors`` with the other clients, then omega_k <- (1 - eta) omega_k + eta omega."""
-    local = [t.detach().clone() for t in tensors] if config.eta != 1.0 else None
+def aggregate(transport: Transport, tensors: list[torch.Tensor], config: GLConfig, rnd: int) -> list[torch.Tensor]:
+    """Average ``tensors`` with the other clients, then omega_k <- eta omega_k + (1 - eta) omega
+    (Algorithm 1); returns the average omega, which the next round's broadcast brings."""
+    own = [t.detach().clone() for t in tensors] if config.eta != 0.0 else None
     client_average(transport, server=SERVER, tensors=tensors, config=config.secagg(), round=rnd)
-    if local is not None:
+    average = [t.detach().clone() for t in tensors]
+    if own is not None:
         with torch.no_grad():
-            for t, own in zip(tensors, local):
-                t.mul_(config.eta).add_(own, alpha=1.0 - config.eta)
+            for t, mine in zip(tensors, own):
+                t.mul_(1.0 - config.eta).add_(mine, alpha=config.eta)
+    return average
+
+
+def adopt(tensors: list[torch.Tensor], average: list[torch.Tensor] | None) -> None:
+    """The server's broadcast: load the last round's average (if any) into the federated tensors."""
+    if average is not None:
+        with torch.no_grad():
+            for t, avg in zip(tensors, average):
+                t.copy_(avg)
 
 
 def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig, scope: str = "global",
@@ -232,21 +248,22 @@ def gl_client(transport: Transport | None, *, data: ClientData, config: GLConfig
         gen = SeedPlan(config.seed).torch(f"batches:{data.name}")
         x, y = as_tensor(data.x_train, device), as_tensor(data.y_train, device, torch.int64)
         picker = EpochPicker(config.select, data, device)
-        start, rnd, rounds = time.perf_counter(), 0, config.rounds()
+        start, rnd, rounds, average = time.perf_counter(), 0, config.rounds(), None
         for epoch in range(config.epochs):
+            adopt(shared, average)  # the round starts from the server's broadcast
             for idx in batch_indices(len(y), config.batches, gen):
                 opt.zero_grad(set_to_none=True)
                 loss(model, x[idx], y[idx]).backward()
                 opt.step()
                 if scope != "none" and config.aggregate == "batch" and rnd < rounds:
-                    aggregate(transport, shared, config, rnd)
-                    rnd += 1
+                    average, rnd = aggregate(transport, shared, config, rnd), rnd + 1
             picker.see(model, epoch + 1, probabilities)  # the client's own state, before the average
             if scope != "none" and config.aggregate == "epoch" and rnd < rounds:
-                aggregate(transport, shared, config, rnd)
-                rnd += 1
+                average, rnd = aggregate(transport, shared, config, rnd), rnd + 1
             if config.progress is not None:
                 config.progress(epoch + 1, config.epochs)
+        if config.final_average:
+            adopt(shared, average)  # a last broadcast: evaluated with the last round's average
         train_seconds = time.perf_counter() - start
         federated_values = flatten(shared) if shared else None  # the last round's, whichever epoch is scored
         selected = picker.restore(model, config.epochs)
@@ -334,6 +351,6 @@ def run_gl(clients: Sequence[ClientData], config: GLConfig, *, dataset: str = "g
         "aggregation": "secure (masked sums)" if config.secure else "plain"})
 
 
-__all__ = ["AGGREGATE", "GLConfig", "PAPER_SCHEDULE", "SCOPES", "SERVER", "SWITCHES", "aggregate", "as_tensor",
+__all__ = ["AGGREGATE", "GLConfig", "PAPER_SCHEDULE", "SCOPES", "SERVER", "SWITCHES", "adopt", "aggregate", "as_tensor",
            "batch_indices", "build_model", "check_client", "check_clients", "federated_tensors", "gl_client", "loss",
            "method_result", "paper_config", "probabilities", "run_federated", "run_gl", "switch_default", "switches"]

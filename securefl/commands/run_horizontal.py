@@ -59,6 +59,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batches", type=int, default=None, help="GL: batches per local epoch (paper default)")
     g.add_argument("--aggregate", choices=("epoch", "batch"), default="epoch",
                    help="GL: average once per epoch (the authors' code) or after every batch (Algorithm 1)")
+    g.add_argument("--eta", type=float, default=None,
+                   help="GL/FedAvg with --aggregate batch: Algorithm 1's update rate, omega_k <- eta omega_k +"
+                        " (1 - eta) omega after each batch's average (default 1: keep one's own until the next"
+                        " epoch's broadcast; 0: per-batch FedAvg)")
     # default None: GLConfig's default applies (securefl.algorithms.gl.switches); not imported here,
     # as it imports torch, so the help names it and a test checks the two agree
     g.add_argument("--bn-stats", choices=("averaged", "local"), default=None,
@@ -199,6 +203,7 @@ def gl_config(args: argparse.Namespace, dataset: str) -> Any:
 
     overrides: dict[str, Any] = {"seed": args.seed, "device": args.device, "lr": args.lr,
                                  "aggregate": args.aggregate, "select": args.select,
+                                 **({"eta": args.eta} if args.eta is not None else {}),
                                  **switches(bn_stats=args.bn_stats, final=args.final)}
     epochs = args.epochs or args.rounds
     if epochs:

@@ -56,6 +56,7 @@ SCOPE: dict[str, tuple[str, Applies]] = {
     "rounds": ("the horizontal methods and tdcd", lambda a, kind: kind in ("chfl", "gl", "tdcd")),
     "batches": ("the GL family", lambda a, kind: kind == "gl"),
     "aggregate": ("the GL family", lambda a, kind: kind == "gl"),
+    "eta": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
     "bn_stats": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
     "final": ("gl and fedavg", lambda a, kind: kind == "gl" and a.method in ("gl", "fedavg")),
     "select": ("the GL family", lambda a, kind: kind == "gl"),

@@ -155,6 +155,29 @@ def test_fedavg_federation_switches_reach_the_run(tmp_path):
     assert result["rounds"] == 2
 
 
+def test_eta_reaches_a_per_batch_gl_run(tmp_path):
+    # Arrange
+    table = _table(tmp_path, clients=["north", "south"])
+    argv = ["gl", "--csv", str(table), "--label", "y", "--client-column", "site", "--epochs", "2",
+            "--batches", "2", "--aggregate", "batch", "--eta", "0"]
+    # Act
+    code, result = _run(argv, tmp_path / "gl.json")
+    # Assert: eta 0 uses every batch's average, the last one included
+    assert code == 0 and result["settings"]["eta"] == 0.0 and result["rounds"] == 4
+
+
+def test_eta_with_per_epoch_aggregation_is_a_one_line_error(tmp_path, capsys):
+    # Arrange
+    table = _table(tmp_path, clients=["north", "south"])
+    # Act
+    code = main(["run", "gl", "--csv", str(table), "--label", "y", "--client-column", "site", "--eta", "0.5",
+                 "--no-progress", "--json", str(tmp_path / "gl.json")])
+    # Assert
+    err = capsys.readouterr().err
+    assert code == 2 and "eta=0.5 would have no effect with aggregate='epoch'" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "gl.json").exists()
+
+
 @pytest.mark.parametrize("switch", ["bn_stats", "final"])
 def test_help_names_the_default_that_glconfig_applies(switch):
     # Arrange: the run command leaves the switch unset, so GLConfig's default applies

@@ -20,6 +20,7 @@ from securefl.commands.run_options import SCOPE, check_scope, flag
      "--batch-size applies to the vertical, CHFL-family and TDCD"),
     (["gl", "--dataset", "gl_heart", "--features", "common=age"], "--features applies to the CHFL family"),
     (["local", "--dataset", "gl_heart", "--final", "average"], "--final applies to gl and fedavg"),
+    (["local", "--dataset", "gl_heart", "--eta", "0"], "--eta applies to gl and fedavg"),
     (["chfl", "--dataset", "digits", "--client-column", "site"],
      "--client-column applies to --csv with the GL family, or with chfl"),
     (["chfl", "--dataset", "digits", "--aggregate", "batch"], "--aggregate applies to the GL family"),

@@ -97,12 +97,56 @@ def test_gl_differs_from_local_and_reports_per_client_metrics():
     assert result["settings"]["eta"] == 1.0
 
 
-def test_eta_zero_keeps_the_local_global_layers():
-    # Arrange / Act: eta = 0 ignores the average, so the clients' omegas drift apart
-    out = run_federated(CLIENTS, replace(CONFIG, eta=0.0), scope="global")
-    # Assert
-    values = [c["federated_values"] for c in out["clients"]]
-    assert not np.allclose(values[0], values[1])
+def test_eta_one_per_batch_trains_exactly_as_per_epoch_aggregation():
+    # Arrange: Algorithm 1 with eta = 1 keeps each client's own omega_k after a batch's
+    # aggregation; only the broadcast at the start of the next round brings the average
+    config = replace(CONFIG, secure=False)
+    # Act
+    per_epoch = run_federated(CLIENTS, config, scope="global")
+    per_batch = run_federated(CLIENTS, replace(config, aggregate="batch"), scope="global")
+    # Assert: the same weights and scores, with one average per batch sent instead of per epoch
+    for e, b in zip(per_epoch["clients"], per_batch["clients"]):
+        np.testing.assert_array_equal(e["federated_values"], b["federated_values"])
+        assert e["metrics"] == b["metrics"]
+    assert len(per_batch["round_seconds"]) == config.batches * len(per_epoch["round_seconds"])
+
+
+def test_eta_zero_per_batch_is_fedavg_after_every_step():
+    # Arrange / Act: eta = 0 takes the average after every batch, eta = 1 does not
+    config = replace(CONFIG, secure=False, aggregate="batch")
+    fedavg = run_federated(CLIENTS, replace(config, eta=0.0), scope="global")
+    paper = run_federated(CLIENTS, config, scope="global")
+    # Assert: the two runs part after the first aggregation
+    assert not np.allclose(fedavg["clients"][0]["federated_values"], paper["clients"][0]["federated_values"])
+
+
+def test_aggregate_blends_as_algorithm_1_writes_it():
+    # Arrange: two clients whose one federated tensor holds 0 and 4, so the average is 2
+    from protocols.transport import run_parties
+    from securefl.algorithms.gl import aggregate
+    from securefl.runtime.federated import averaging_server
+    import torch
+
+    config = replace(CONFIG, secure=False, aggregate="batch", eta=0.25)
+
+    def client(transport, *, value):
+        own = [torch.full((3,), value)]
+        average = aggregate(transport, own, config, 0)
+        return own[0].tolist(), average[0].tolist()
+
+    # Act
+    run = run_parties({"a": client, "b": client, "server": averaging_server},
+                      kwargs={"a": {"value": 0.0}, "b": {"value": 4.0},
+                              "server": {"clients": ["a", "b"], "rounds": 1, "config": config.secagg()}})
+    # Assert: omega_k <- eta omega_k + (1 - eta) omega, and the average itself is returned
+    assert run.results["a"] == ([1.5] * 3, [2.0] * 3)
+    assert run.results["b"] == ([2.5] * 3, [2.0] * 3)
+
+
+def test_eta_with_per_epoch_aggregation_is_refused():
+    # Arrange / Act / Assert: the round's broadcast would replace any blend, so eta would do nothing
+    with pytest.raises(InputError, match="GLConfig.eta=0.5 would have no effect with aggregate='epoch'"):
+        GLConfig(eta=0.5)
 
 
 @pytest.mark.parametrize("clients, message", [
