@@ -104,6 +104,8 @@ class CHFLConfig:
         if not self.mus or any(isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m <= 1
                                for m in self.mus):
             raise InputError(f"CHFLConfig.mus must be a non-empty tuple of values in (0, 1], got {self.mus!r}")
+        if len({f"{m:g}" for m in self.mus}) != len(self.mus):  # each names its column and result: chfl_mu=0.5
+            raise InputError(f"CHFLConfig.mus must be distinct (as printed with 6 significant digits), got {self.mus!r}")
         unknown = [h for h in self.heads if h not in HEADS]
         if unknown:
             raise InputError(f"CHFLConfig.heads: unknown head(s) {unknown}; choose from {list(HEADS)}")

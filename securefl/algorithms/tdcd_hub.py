@@ -14,12 +14,17 @@ row's prediction (its clients' ``Phi`` plus the others' sum) and each client rep
 its loss sum: one equation per evaluation, linear in that client's labels, so the hub
 learns their projection onto the features' span, every label where a client has no
 more rows than features (``tests/securefl/algorithms/test_tdcd.py``, both solves).
-``eval_every=0`` leaves one evaluation of the training rows and one of the test rows.
+Each client's report also holds its count of correct predictions (classification)
+and the squared norm of its silo's averaged weights (the objective's regulariser,
+which the hub could compute itself). ``eval_every=0`` leaves one evaluation of the
+training rows and one of the test rows.
 
 With three or more silos and secure aggregation on, the hubs swap their stacked
-``Phi`` through :class:`protocols.channels.PeerSum`: each hub learns the sum over the
-silos and so the others' sum its clients need, never another silo's ``Phi`` on its
-own. With two silos the others' sum *is* the other silo's ``Phi``, so it goes in clear.
+``Phi`` and their silos' squared weight norms through :class:`protocols.channels.PeerSum`:
+each hub learns the sums over the silos and so the others' sums it needs, never another
+silo's value on its own. With two silos the others' sum *is* the other silo's value,
+so it goes in clear: each hub then learns the other silo's ``Phi`` of every row and the
+squared norm of its averaged weights (one number a round, not the weights).
 """
 
 from __future__ import annotations

@@ -166,7 +166,9 @@ def test_methods_run_alone_and_local_sends_nothing():
 @pytest.mark.parametrize("bad, match", [({"mus": (0.0,)}, "mus"), ({"rounds": 0}, "rounds"),
                                         ({"heads": ("nope",)}, "heads"), ({"lr": -1.0}, "lr"),
                                         ({"hidden": 128}, "hidden must be a tuple"),
-                                        ({"mus": 0.5}, "mus must be a tuple"), ({"heads": "chfl"}, "heads must be")])
+                                        ({"mus": 0.5}, "mus must be a tuple"), ({"heads": "chfl"}, "heads must be"),
+                                        ({"mus": (0.5, 0.5)}, "mus must be distinct"),
+                                        ({"mus": (0.1, 0.1000001)}, "mus must be distinct")])
 def test_bad_config_is_an_input_error_naming_the_parameter(bad, match):
     with pytest.raises(InputError, match=match):
         CHFLConfig(**bad)
