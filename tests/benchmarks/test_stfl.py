@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks import stfl
+from benchmarks import stfl, stfl_cells
 from benchmarks.stfl import merge_reports, summarize
 from benchmarks.stfl_merge import check_mergeable
 from benchmarks.stfl_report import provenance, speed_lines, to_markdown
@@ -118,16 +118,16 @@ def test_cells_kept_by_resume_are_named_with_when_and_where_they_ran(tmp_path, m
     from benchmarks import checkpoint
 
     data = SimpleNamespace(active=SimpleNamespace(n_rows=9))
-    monkeypatch.setattr(stfl, "_methods", lambda cfg: [("centralized", False, None), ("stfl", False, None)])
+    monkeypatch.setattr(stfl_cells, "methods", lambda cfg: [("centralized", False, None), ("stfl", False, None)])
     monkeypatch.setattr(stfl, "load_datasets", lambda cfg: {"breast": data})
     monkeypatch.setattr(stfl, "seal_rotation_ms", lambda: 1.0)
 
     def cell(name, data, cfg, seed, index):
         if index == 1 and stop:
             raise KeyboardInterrupt
-        return name, stfl._methods(cfg)[index][0], seed, _result(0.9), 1.0
+        return name, stfl_cells.methods(cfg)[index][0], seed, _result(0.9), 1.0
 
-    monkeypatch.setattr(stfl, "run_cell", cell)
+    monkeypatch.setattr(stfl_cells, "run_cell", cell)
     earlier = {"date": "2020-01-01T00:00:00+00:00",
                "host": {"name": "old-box", "cpu": "Old CPU", "cores": 2, "load_average_1m": 3.5}}
     here_and_now, stop = checkpoint.here_and_now, True

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchmarks import stfl
+from benchmarks import stfl, stfl_cells
 from benchmarks.stfl import merge_reports, summarize
 from benchmarks.stfl_merge import STFL_ROWS, check_mergeable, name_stfl_rows
 from benchmarks.stfl_report import probe_lines, provenance, speed_lines, table_one, table_three
@@ -226,7 +226,7 @@ def test_a_merged_run_keeps_the_recorded_gpu_columns(tmp_path, monkeypatch):
     # Arrange: a stored cheap run that records a GPU file
     from benchmarks.stfl_runs import run_centralized_row
 
-    monkeypatch.setattr(stfl, "_methods", lambda cfg: [("centralized", False, run_centralized_row)])
+    monkeypatch.setattr(stfl_cells, "methods", lambda cfg: [("centralized", False, run_centralized_row)])
     monkeypatch.setattr(stfl, "load_datasets", lambda cfg: {"breast": _tiny_dataset(80)})
     monkeypatch.setattr(stfl, "seal_rotation_ms", lambda: 1.0)
     out, gpu = tmp_path / "stfl.json", _gpu_file(tmp_path / "stfl_cuda.json")
@@ -399,7 +399,7 @@ def test_two_timed_steps_are_accepted():
 def test_rows_keeps_the_named_rows_in_table_one_order():
     cfg = stfl.parse_args(["--he", "ckks", "--rows", "stfl,he-vfl ckks", "--json", "unused.json"])
 
-    assert [name for name, _, _ in stfl._methods(cfg)] == ["he-vfl ckks", "stfl"]
+    assert [name for name, _, _ in stfl_cells.methods(cfg)] == ["he-vfl ckks", "stfl"]
     assert cfg.rows == ("stfl", "he-vfl ckks")
 
 
@@ -426,11 +426,11 @@ def test_a_stopped_run_resumes_with_its_finished_cells_and_runs_only_the_rest(tm
     # Arrange: two cheap methods x 2 seeds; the first run stops in its third cell
     from benchmarks.stfl_runs import run_centralized_row, run_stfl_row
 
-    monkeypatch.setattr(stfl, "_methods", lambda cfg: [("centralized", False, run_centralized_row),
+    monkeypatch.setattr(stfl_cells, "methods", lambda cfg: [("centralized", False, run_centralized_row),
                                                         ("stfl", False, run_stfl_row)])
     monkeypatch.setattr(stfl, "load_datasets", lambda cfg: {"breast": _tiny_dataset(80)})
     monkeypatch.setattr(stfl, "seal_rotation_ms", lambda: 1.0)
-    real, ran = stfl.run_cell, []
+    real, ran = stfl_cells.run_cell, []
 
     def counted(*job):
         ran.append(job[3:])
@@ -438,7 +438,7 @@ def test_a_stopped_run_resumes_with_its_finished_cells_and_runs_only_the_rest(tm
             raise KeyboardInterrupt
         return real(*job)
 
-    monkeypatch.setattr(stfl, "run_cell", counted)
+    monkeypatch.setattr(stfl_cells, "run_cell", counted)
     out = tmp_path / "stfl.json"
     argv = ["--datasets", "breast", "--seeds", "2", "--epochs", "2", "--json", str(out)]
     stop_early = True
