@@ -6,7 +6,9 @@ from dataclasses import asdict
 import pytest
 
 import benchmarks.chfl as chfl
-from benchmarks.chfl import parse_args, plan
+import benchmarks.chfl_jobs as chfl_jobs
+from benchmarks.chfl import parse_args
+from benchmarks.chfl_jobs import plan
 from benchmarks.chfl_merge import load_previous, todo
 
 METHODS = ("common", "local", "chfl_mu0", "chfl", "simple")
@@ -42,7 +44,7 @@ def test_max_runs_keeps_every_learning_rate_of_a_run_together():
 
 def test_merge_in_two_chunks_equals_one_go(tmp_path, monkeypatch):
     # Arrange
-    monkeypatch.setattr(chfl, "run_job", _fake_run_job)
+    monkeypatch.setattr(chfl_jobs, "run_job", _fake_run_job)
     chunked, whole = tmp_path / "chunked.json", tmp_path / "whole.json"
     # Act
     chfl.main(_args(chunked, "--max-runs", "1"))
@@ -59,7 +61,7 @@ def test_merge_in_two_chunks_equals_one_go(tmp_path, monkeypatch):
 
 
 def test_partial_file_says_it_is_incomplete(tmp_path, monkeypatch):
-    monkeypatch.setattr(chfl, "run_job", _fake_run_job)
+    monkeypatch.setattr(chfl_jobs, "run_job", _fake_run_job)
     path = tmp_path / "part.json"
     chfl.main(_args(path, "--max-runs", "1"))
     assert "**Incomplete:" in path.with_suffix(".md").read_text()
@@ -78,7 +80,7 @@ def test_partial_file_says_it_is_incomplete(tmp_path, monkeypatch):
 ])
 def test_merge_refuses_a_file_it_cannot_extend_and_writes_nothing(tmp_path, monkeypatch, change, message):
     # Arrange
-    monkeypatch.setattr(chfl, "run_job", _fake_run_job)
+    monkeypatch.setattr(chfl_jobs, "run_job", _fake_run_job)
     path = tmp_path / "r.json"
     chfl.main(_args(path, "--max-runs", "1"))
     report = json.loads(path.read_text())
@@ -93,7 +95,7 @@ def test_merge_refuses_a_file_it_cannot_extend_and_writes_nothing(tmp_path, monk
 
 def test_merge_accepts_a_file_whose_plan_is_sized_differently(tmp_path, monkeypatch):
     # Arrange: a stored file whose plan-size settings all differ from this invocation's
-    monkeypatch.setattr(chfl, "run_job", _fake_run_job)
+    monkeypatch.setattr(chfl_jobs, "run_job", _fake_run_job)
     path = tmp_path / "r.json"
     chfl.main(_args(path, "--max-runs", "1"))
     stored = json.loads(path.read_text())
@@ -127,7 +129,7 @@ def test_timing_jobs_run_alone_after_the_training_pool(tmp_path, monkeypatch):
         calls.append(([j.experiment for j in jobs], cfg.workers))
         return [_fake_run_job(j, cfg) for j in jobs]
 
-    monkeypatch.setattr(chfl, "run_all", fake_run_all)
+    monkeypatch.setattr(chfl_jobs, "run_all", fake_run_all)
     # Act
     chfl.main(_args(tmp_path / "r.json", "--workers", "2"))
     # Assert: the pool gets no timing job; the timing jobs come last, one at a time in one process
@@ -156,7 +158,7 @@ def test_covertype_without_its_file_stops_instead_of_reporting_not_run(tmp_path,
 
 def test_a_dataset_registered_as_absent_is_reported_not_run(tmp_path, monkeypatch):
     # Arrange
-    monkeypatch.setattr(chfl, "run_all", lambda jobs, cfg: [])
+    monkeypatch.setattr(chfl_jobs, "run_all", lambda jobs, cfg: [])
     out = tmp_path / "r.json"
     (tmp_path / "data").mkdir()
     # Act

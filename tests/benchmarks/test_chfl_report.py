@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.chfl import Job, main, parse_args, plan
+from benchmarks.chfl import main, parse_args
+from benchmarks.chfl_jobs import Job, plan
 from benchmarks.chfl_summary import summarize
 from benchmarks.chfl_report import ordering, plot_fig4, to_markdown
 from benchmarks.common import markdown_header

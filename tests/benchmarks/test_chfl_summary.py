@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks.chfl import Job
+from benchmarks.chfl_jobs import Job
 from benchmarks.chfl_summary import tune_lr
 
 
