@@ -11,6 +11,12 @@ Stages, all through the server (tags ``Tag(round, "secagg", name)``):
                                                    <- ``unmask``: the survivors U3
 4. ``reveal``: send shares of b_u for u in U3 and of s_sk_u for u in U2 \\ U3.
 
+Every wait for the server lasts ``config.client_wait`` (2 x ``stage_timeout``): the
+server's stage may wait ``stage_timeout`` for a silent client before it works and
+answers, and an honest client must not give up first. The roster carries the
+server's threshold, ``scale_bits`` and ``prg``; a client whose config differs refuses
+it (ProtocolError naming the setting) rather than add a wrong mask or scale.
+
 A client missing from a server list is out of the round and returns ``False``. A
 client told to ``drop_after`` a stage stops sending there and returns ``None``
 (for dropout tests and benchmarks). Private keys, b and every derived key stay in
@@ -35,13 +41,14 @@ from protocols.transport.base import Transport
 def secure_client(transport: Transport, *, server: str, vector: np.ndarray, config: SecAggConfig,
                   round: int, drop_after: str | None) -> bool | None:
     """Take part in one masked round with ``vector`` (1-D float64); see the module docstring."""
-    me = transport.name
+    me, wait = transport.name, config.client_wait
     c_sk, s_sk = crypto.new_private_key(), crypto.new_private_key()
     transport.send(server, secagg_tag(round, "advertise"),
                    c_pk=crypto.public_bytes(c_sk), s_pk=crypto.public_bytes(s_sk))
     if drop_after == "advertise":
         return None
-    roster = _read_roster(transport.recv(server, secagg_tag(round, "roster")), me, c_sk, s_sk, config)
+    roster = _read_roster(transport.recv(server, secagg_tag(round, "roster"), timeout=wait),
+                          me, c_sk, s_sk, config)
     if roster is None:
         return False
     encoded = fixedpoint.encode(vector, scale_bits=config.scale_bits, n_summands=len(roster.names))
@@ -49,7 +56,7 @@ def secure_client(transport: Transport, *, server: str, vector: np.ndarray, conf
     own = _share_keys(transport, server, roster, c_sk, s_sk, b_seed, round)
     if drop_after == "share_keys":
         return None
-    inbox = transport.recv(server, secagg_tag(round, "inbox"))
+    inbox = transport.recv(server, secagg_tag(round, "inbox"), timeout=wait)
     members = names_field(inbox, "members")
     if me not in members:
         return False
@@ -59,7 +66,7 @@ def secure_client(transport: Transport, *, server: str, vector: np.ndarray, conf
     transport.send(server, secagg_tag(round, "masked"), y=masked)
     if drop_after == "masked_input":
         return None
-    survivors = names_field(transport.recv(server, secagg_tag(round, "unmask")), "survivors")
+    survivors = names_field(transport.recv(server, secagg_tag(round, "unmask"), timeout=wait), "survivors")
     if me not in survivors:
         return False
     dropped = check_unmask_request(members, survivors, roster.threshold)
@@ -87,6 +94,7 @@ def _read_roster(message: Message, me: str, c_sk: X25519PrivateKey, s_sk: X25519
     if threshold != allowed or n < threshold:
         raise ProtocolError(f"server's roster has threshold {threshold!r} for {n} of {n_clients}"
                             f" clients, which this client's SecAggConfig does not allow")
+    _check_settings(message, config)
     roster = Roster(names=names, c_pks=tuple(bytes(k) for k in c_pks),
                     s_pks=tuple(bytes(k) for k in s_pks), threshold=threshold)
     if me not in names:
@@ -95,6 +103,16 @@ def _read_roster(message: Message, me: str, c_sk: X25519PrivateKey, s_sk: X25519
     if (roster.c_pks[i], roster.s_pks[i]) != (crypto.public_bytes(c_sk), crypto.public_bytes(s_sk)):
         raise ProtocolError("server's roster lists other keys for this client")
     return roster
+
+
+def _check_settings(message: Message, config: SecAggConfig) -> None:
+    """ProtocolError unless the roster's ``scale_bits`` and ``prg`` are this client's: with another
+    prg the masks would not cancel, with another scale the sum would decode wrongly, silently."""
+    for name in ("scale_bits", "prg"):
+        theirs, mine = message[name], getattr(config, name)
+        if type(theirs) is not type(mine) or theirs != mine:  # type(): True == 1 must not pass
+            raise ProtocolError(f"server's roster has {name}={theirs!r} but this client's SecAggConfig has"
+                                f" {name}={mine!r}; server and clients must be given equal configs")
 
 
 def _share_keys(transport: Transport, server: str, roster: Roster, c_sk: X25519PrivateKey,

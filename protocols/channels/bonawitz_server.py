@@ -3,11 +3,14 @@
 The server relays keys and sealed shares, sums the masked inputs of the survivors
 U3, asks U3 for the shares that remove the masks -- self-mask seeds b_u of U3 and
 pairwise keys s_sk_u of the clients that shared keys but sent no input (U2 \\ U3) --
-and learns only the sum. Each stage waits ``config.stage_timeout`` seconds at most;
-a client that sent nothing by then, that has left (closed its transport), or whose
-message is malformed (a frame that does not decode, or fields of the wrong kind or
-size, or a public key that key agreement refuses) counts as dropped, and what the server
-would send it is skipped: one faulty client cannot stop the round for the others.
+and learns only the sum. The roster tells the clients the round's threshold,
+``scale_bits`` and ``prg``, which they check against their own config. Each stage
+waits ``config.stage_timeout`` seconds at most (the clients wait twice as long for
+the server, :attr:`SecAggConfig.client_wait`); a client that sent nothing by then,
+that has left (closed its transport), or whose message is malformed (a frame that
+does not decode, or fields of the wrong kind or size, or a public key that key
+agreement refuses) counts as dropped, and what the server would send it is skipped:
+one faulty client cannot stop the round for the others.
 Fewer than t clients left at any stage is a :class:`~protocols.errors.DropoutError`.
 A revealed share that is well formed but wrong cannot be dropped that way; when more
 than t clients answer, every share is checked against the others and a wrong one
@@ -44,7 +47,8 @@ def secure_server(transport: Transport, *, clients: Sequence[str], config: SecAg
     roster = Roster(names=tuple(u1), c_pks=tuple(keys[c][0] for c in u1), s_pks=tuple(keys[c][1] for c in u1),
                     threshold=t)
     send_to_present(transport, clients, secagg_tag(round, "roster"), names=u1, c_pks=roster.key_array("c"),
-                    s_pks=roster.key_array("s"), threshold=t, n_clients=n)
+                    s_pks=roster.key_array("s"), threshold=t, n_clients=n,
+                    scale_bits=config.scale_bits, prg=config.prg)
 
     shares, waited = collect(transport, u1, secagg_tag(round, "shares"), timeout)
     wait += waited

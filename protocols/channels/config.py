@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -41,7 +42,8 @@ class SecAggConfig:
                    |value| * 2^scale_bits * n_clients < 2^63.
     prg:           mask expansion, ``"aes128-ctr"`` or ``"chacha20"``.
     stage_timeout: seconds the server waits for each stage's messages before
-                   counting the clients that sent nothing as dropped.
+                   counting the clients that sent nothing as dropped. Clients wait
+                   :attr:`client_wait` (twice as long) for the server's answers.
     """
 
     secure: bool = True
@@ -68,6 +70,18 @@ class SecAggConfig:
         if not finite_number(self.stage_timeout) or not self.stage_timeout > 0:
             raise InputError(f"SecAggConfig.stage_timeout must be a positive number of seconds,"
                              f" got {self.stage_timeout!r}")
+
+    @property
+    def client_wait(self) -> float:
+        """Seconds a client waits for the server's next message: ``2 * stage_timeout``.
+
+        The server may wait a whole ``stage_timeout`` for a silent client, counted from
+        its own previous message, and only then works (relays shares, sums, unmasks) and
+        answers; a client that waited ``stage_timeout`` too would give up first and fail
+        the round that was meant to drop the silent client. The second ``stage_timeout``
+        is the server's time to work. (Capped at the longest wait a lock can take.)
+        """
+        return min(2.0 * self.stage_timeout, threading.TIMEOUT_MAX)
 
     def threshold_for(self, n_clients: int) -> int:
         """The threshold t for a round with ``n_clients`` clients (checked against it)."""

@@ -76,6 +76,8 @@ class PeerSum:
 
     def total(self, vector: np.ndarray, *, tag: Tag) -> np.ndarray:
         """The members' sum of ``vector`` (float64, same shape), each member calling with the same ``tag``."""
+        if not isinstance(tag, Tag):
+            raise InputError(f"peer sum: tag must be a protocols.codec.Tag, got {type(tag).__name__} {tag!r}")
         if tag in self._used:
             raise InputError(f"peer sum: tag {tag} was used already; its masks would repeat and reveal the"
                              " difference of the two vectors")

@@ -40,15 +40,15 @@ def _encryptor(seed: bytes, prg: str) -> CipherContext:
 def keystream(seed: bytes, nbytes: int, prg: str = DEFAULT_PRG) -> bytes:
     """The first ``nbytes`` of the keystream for ``seed`` (for tests and small uses)."""
     _check_seed(seed)
-    if nbytes < 0:
-        raise InputError(f"keystream length must be non-negative, got {nbytes}")
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+        raise InputError(f"keystream length nbytes must be a non-negative int, got {nbytes!r}")
     return _encryptor(seed, prg).update(bytes(nbytes))
 
 
 def expand(seed: bytes, length: int, prg: str = DEFAULT_PRG) -> np.ndarray:
     """``length`` pseudorandom uint64 words from ``seed`` (the keystream as little-endian words)."""
     _check_seed(seed)
-    if not isinstance(length, (int, np.integer)) or length < 0:
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 0:
         raise InputError(f"mask length must be a non-negative int, got {length!r}")
     nbytes = int(length) * 8
     encryptor = _encryptor(seed, prg)

@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from protocols.channels import fixedpoint
 from protocols.channels.bonawitz import (array_field, collect, one_length, require_survivors, summed,
                                          well_formed)
 from protocols.channels.config import DROP_STAGES, DropStage, SecAggConfig, SecAggResult, secagg_tag
@@ -33,6 +34,9 @@ from protocols.channels.bonawitz_server import secure_server
 from protocols.codec import Message
 from protocols.errors import InputError, ProtocolError
 from protocols.transport.base import Transport
+
+WEIGHT_BITS = 12
+"""A weight must be at least 2^WEIGHT_BITS fixed-point units (see :func:`weighted_payload`)."""
 
 
 def secagg_client(transport: Transport, *, server: str, vector: np.ndarray, config: SecAggConfig,
@@ -81,11 +85,29 @@ def _plain_input(message: Message) -> np.ndarray:
     return x
 
 
-def weighted_payload(vector: np.ndarray, weight: float) -> np.ndarray:
-    """``[weight * vector, weight]``: what a client sums for a weighted mean."""
+def min_weight(scale_bits: int) -> float:
+    """The smallest weight :func:`weighted_payload` takes: ``min(1, 2^(WEIGHT_BITS - scale_bits))``."""
+    return min(1.0, 2.0**WEIGHT_BITS * fixedpoint.resolution(scale_bits))  # resolution checks scale_bits
+
+
+def weighted_payload(vector: np.ndarray, weight: float, *, scale_bits: int = 24) -> np.ndarray:
+    """``[weight * vector, weight]``: what a client sums for a weighted mean.
+
+    The payload is summed in fixed point at absolute resolution ``2^-scale_bits``, so
+    the mean is off by up to ``2^-(scale_bits+1) * (1 + |mean|) / weight`` (equal
+    weights). A weight below :func:`min_weight` -- ``2^(12 - scale_bits)``, 2^-12 at
+    the default 24 bits, where that error reaches ``2^-13 * (1 + |mean|)`` -- is an
+    InputError, masked or not, so plain and masked runs accept the same inputs. The
+    floor is capped at 1: integer weights such as sample counts are exact at any
+    scale. Only the weights' ratios matter, so scale tiny weights up.
+    """
     if isinstance(weight, bool) or not isinstance(weight, (int, float, np.floating, np.integer)) \
             or not (math.isfinite(weight) and weight > 0):
         raise InputError(f"weight must be a positive finite number, got {weight!r}")
+    if weight < min_weight(scale_bits):
+        raise InputError(f"weight must be at least {min_weight(scale_bits):.3g} (2^({WEIGHT_BITS} - scale_bits),"
+                         f" scale_bits={scale_bits}) for fixed point to hold it, got {weight!r};"
+                         " only the weights' ratios matter, so scale them all up")
     values = _check_vector(vector)
     return np.concatenate([values * float(weight), [float(weight)]])
 
@@ -99,9 +121,12 @@ def weighted_mean(result: SecAggResult) -> np.ndarray:
 
 def average_client(transport: Transport, *, server: str, vector: np.ndarray, weight: float = 1.0,
                    config: SecAggConfig, round: int = 0, drop_after: DropStage | None = None) -> bool | None:
-    """Contribute ``vector`` with ``weight`` (e.g. the number of samples) to a weighted mean."""
-    return secagg_client(transport, server=server, vector=weighted_payload(vector, weight),
-                         config=config, round=round, drop_after=drop_after)
+    """Contribute ``vector`` with ``weight`` (e.g. the number of samples; at least
+    :func:`min_weight` of ``config.scale_bits``) to a weighted mean."""
+    _check_config(config)
+    payload = weighted_payload(vector, weight, scale_bits=config.scale_bits)
+    return secagg_client(transport, server=server, vector=payload, config=config, round=round,
+                         drop_after=drop_after)
 
 
 def average_server(transport: Transport, *, clients: Sequence[str], config: SecAggConfig,

@@ -84,8 +84,10 @@ class SecureChannel:
         """
         if peer == transport.name or peer not in transport.peers:
             raise InputError(f"party {transport.name!r} has no peer named {peer!r}")
-        if peer_identity is not None and len(peer_identity) != crypto.KEY_BYTES:
-            raise InputError(f"peer_identity must be a raw {crypto.KEY_BYTES}-byte public key")
+        if peer_identity is not None and (not isinstance(peer_identity, (bytes, bytearray))
+                                          or len(peer_identity) != crypto.KEY_BYTES):
+            raise InputError(f"peer_identity must be a raw {crypto.KEY_BYTES}-byte public key (bytes),"
+                             f" got {type(peer_identity).__name__}")
         tag = Tag(round, stage, "hello")
         ephemeral = crypto.new_private_key()
         mine = (crypto.public_bytes(ephemeral),
@@ -105,6 +107,7 @@ class SecureChannel:
 
     def send(self, tag: Tag, fields: Mapping[str, Any] | None = None, /, **kwfields: Any) -> int:
         """Encrypt ``fields`` to the peer under ``tag``; return the bytes put on the wire."""
+        _check_tag(tag)
         self._check_usable()
         if self._send_seq > crypto.MAX_SEQ:
             raise ProtocolError("secure channel exhausted its sequence numbers; establish a new one")
@@ -121,6 +124,7 @@ class SecureChannel:
         mismatch) raises CryptoError; a missing peer still raises the transport's
         PeerTimeoutError / PeerFailedError.
         """
+        _check_tag(tag)
         self._check_usable()
         seq = self._recv_seq
         try:
@@ -194,6 +198,11 @@ def _handshake_ikm(ephemeral: X25519PrivateKey, identity: X25519PrivateKey | Non
     if not initiator and their_static:
         parts.append(crypto.agree(ephemeral, their_static))
     return b"".join(parts)
+
+
+def _check_tag(tag: object) -> None:
+    if not isinstance(tag, Tag):
+        raise InputError(f"tag must be a protocols.codec.Tag, got {type(tag).__name__} {tag!r}")
 
 
 def _associated(src: str, dst: str, tag: Tag, seq: int) -> bytes:

@@ -56,7 +56,11 @@ def assign(tensors: Sequence[torch.Tensor], vector: np.ndarray) -> None:
 
 def client_average(transport: Transport, *, server: str, tensors: Sequence[torch.Tensor], config: SecAggConfig,
                    round: int, weight: float = 1.0) -> None:
-    """Contribute ``tensors`` (weighted by ``weight``) to the round's average and load the average into them."""
+    """Contribute ``tensors`` (weighted by ``weight``) to the round's average and load the average into them.
+
+    Waits ``config.client_wait`` (2 x ``stage_timeout``) for the average: the server may
+    wait a whole ``stage_timeout`` for a silent client before it unmasks and answers.
+    """
     tensors = list(tensors)
     vector = flatten(tensors)
     if not np.isfinite(vector).all():
@@ -68,7 +72,7 @@ def client_average(transport: Transport, *, server: str, tensors: Sequence[torch
         raise InputError(f"{transport.name!r}, round {round}: the weights to average reach"
                          f" {float(np.abs(vector).max()):.3g}, too large for secure aggregation's fixed point"
                          " (training has likely diverged; a lower learning rate may help)") from None
-    message = transport.recv(server, average_tag(round))
+    message = transport.recv(server, average_tag(round), timeout=config.client_wait)
     mean = message["x"]
     if not isinstance(mean, np.ndarray) or mean.dtype != np.float32 or mean.ndim != 1:
         raise ProtocolError(f"round {round}: the average from {server!r} is not a 1-D float32 array")

@@ -174,3 +174,11 @@ def test_a_member_outside_the_group_is_an_input_error():
 
     with pytest.raises(InputError, match="'hub0' must be one of the members"):
         run_parties({"hub0": member, "hub1": member}, kwargs=kwargs, timeout=30)
+
+
+def test_a_tag_that_is_not_a_tag_is_an_input_error():
+    # Arrange
+    vectors = inputs(2, (4,))
+    # Act / Assert: once an AttributeError from the seed derivation
+    with pytest.raises(InputError, match="tag must be"):
+        run_group({k: [v] for k, v in vectors.items()}, tags=("phi",))

@@ -80,6 +80,15 @@ def test_bad_arguments_are_input_errors(call):
         call()
 
 
+@pytest.mark.parametrize("call", [lambda: prg.expand(SEED, True), lambda: prg.keystream(SEED, True)],
+                         ids=["expand", "keystream"])
+def test_a_bool_length_is_an_input_error_naming_it(call):
+    # Arrange: True is an int to isinstance, and once passed as one word of mask
+    # Act / Assert
+    with pytest.raises(InputError, match="length"):
+        call()
+
+
 @pytest.mark.parametrize("chunk_words", [1, 7, 64, 10_000])
 def test_chunked_accumulator_adds_exactly_the_expanded_mask(chunk_words):
     start = np.arange(100, dtype=np.uint64) * np.uint64(2**60)

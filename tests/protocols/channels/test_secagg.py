@@ -110,11 +110,17 @@ def test_overflow_raises_and_names_the_parameter():
         run_round(inputs, SECURE)
 
 
-def test_mismatched_configs_are_refused():
+@pytest.mark.parametrize("server, client, setting", [
+    (SecAggConfig(threshold=2), SecAggConfig(threshold=3), "threshold"),
+    (SecAggConfig(), SecAggConfig(prg="chacha20"), "prg='aes128-ctr'.*prg='chacha20'"),
+    (SecAggConfig(), SecAggConfig(scale_bits=20), "scale_bits=24.*scale_bits=20"),
+], ids=["threshold", "prg", "scale_bits"])
+def test_mismatched_configs_are_refused(server, client, setting):
+    # Arrange: before, another prg summed to ~1e11 and another scale to a wrong value, without an error
     inputs = client_inputs(3, 10)
-
-    with pytest.raises(ProtocolError, match="threshold"):
-        _run_with_configs(inputs, server=SecAggConfig(threshold=2), client=SecAggConfig(threshold=3))
+    # Act / Assert
+    with pytest.raises(ProtocolError, match=setting):
+        _run_with_configs(inputs, server=server, client=client)
 
 
 def _run_with_configs(inputs, *, server, client):
@@ -124,8 +130,10 @@ def _run_with_configs(inputs, *, server, client):
     return run_parties(roles, kwargs=kwargs, timeout=10)
 
 
-@pytest.mark.parametrize("threshold, n_clients", [(2.0, 2), (2, True), (2, 1)], ids=["float t", "bool n", "n=1"])
-def test_a_roster_of_the_wrong_types_or_size_is_a_protocol_error(threshold, n_clients):
+@pytest.mark.parametrize("doctored", [{"threshold": 2.0}, {"n_clients": True}, {"n_clients": 1},
+                                      {"scale_bits": 24.0}, {"prg": ["aes128-ctr"]}],
+                         ids=["float t", "bool n", "n=1", "float scale_bits", "list prg"])
+def test_a_roster_of_the_wrong_types_or_size_is_a_protocol_error(doctored):
     # Arrange: a server that answers one client's advertisement with a doctored roster
     import threading
 
@@ -146,8 +154,9 @@ def test_a_roster_of_the_wrong_types_or_size_is_a_protocol_error(threshold, n_cl
     advert = net["server"].recv("c0", secagg_tag(0, "advertise"))
     keys = lambda name: np.frombuffer(advert[name] + bytes(range(1, 33)), np.uint8).reshape(2, 32)  # noqa: E731
     # Act
+    settings = {"threshold": 2, "n_clients": 2, "scale_bits": 24, "prg": "aes128-ctr", **doctored}
     net["server"].send("c0", secagg_tag(0, "roster"), names=["c0", "c1"], c_pks=keys("c_pk"),
-                       s_pks=keys("s_pk"), threshold=threshold, n_clients=n_clients)
+                       s_pks=keys("s_pk"), **settings)
     thread.join()
     # Assert: the server's fault, typed as such (not InputError, which means the caller's input)
     assert len(caught) == 1 and type(caught[0]) is ProtocolError

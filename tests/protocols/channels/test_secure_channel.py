@@ -9,7 +9,7 @@ import pytest
 
 from protocols.channels import SecureChannel, crypto
 from protocols.codec import Tag
-from protocols.errors import CryptoError
+from protocols.errors import CryptoError, InputError
 from protocols.transport import InProcessNetwork, run_parties
 
 from .helpers import leaked
@@ -166,6 +166,24 @@ def test_pinned_identity_mismatch_fails_the_handshake(net):
 
     _assert_auth_failure(lambda: _establish(net, "a", "b", b_identity=crypto.new_private_key(),
                                             a_peer_identity=pinned))
+
+
+def test_a_peer_identity_that_is_not_bytes_is_an_input_error_before_the_handshake(net):
+    # Arrange: a str of the right length (it once passed the length check and failed later with TypeError)
+    pinned = "x" * crypto.KEY_BYTES
+    # Act / Assert
+    with pytest.raises(InputError, match="peer_identity"):
+        SecureChannel.establish(net["a"], "b", initiator=True, peer_identity=pinned, timeout=0.5)
+    assert net["a"].meter.to_dict()["messages_sent"] == 0
+
+
+@pytest.mark.parametrize("use", ["send", "recv"])
+def test_a_tag_that_is_not_a_tag_is_an_input_error(net, use):
+    # Arrange
+    channel = SecureChannel(net["a"], "b", send_key=bytes(32), recv_key=bytes(32))
+    # Act / Assert: once an AttributeError from deep inside the codec
+    with pytest.raises(InputError, match="tag must be"):
+        channel.send("t", x=1) if use == "send" else channel.recv("t", timeout=0.1)
 
 
 class _LyingHello:

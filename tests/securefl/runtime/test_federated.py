@@ -156,3 +156,58 @@ def test_a_client_that_leaves_drops_out_and_the_others_average_on(secure):
     assert run.results["server"]["dropped"] == {"c2": 1}
     for c in ("c0", "c1"):
         np.testing.assert_allclose(run.results[c], expected, atol=1e-5)
+
+
+def _server_slower_than_its_stage(transport, *, clients, config):
+    """server_average's first round with 1.5 stage timeouts of work between the sum and the answer."""
+    import time
+
+    from protocols.channels import secagg_server, weighted_mean
+    from securefl.runtime.federated import average_tag, send_to_present
+
+    mean = weighted_mean(secagg_server(transport, clients=clients, config=config, round=0))
+    time.sleep(1.5 * config.stage_timeout)
+    send_to_present(transport, clients, average_tag(0), x=mean.astype(np.float32))
+
+
+@pytest.mark.parametrize("secure", [True, False], ids=["secure", "plain"])
+def test_clients_wait_for_the_average_longer_than_the_servers_stage_timeout(secure):
+    # Arrange: the transports' default wait is the stage timeout, as in gl, chfl and tdcd
+    config = SecAggConfig(secure=secure, stage_timeout=1.0)
+    tensors = _tensors()
+    roles = {"server": _server_slower_than_its_stage, **{c: _client for c in CLIENTS}}
+    kwargs = {"server": {"clients": CLIENTS, "config": config},
+              **{c: {"tensors": tensors[c], "config": config, "rounds": 1, "weight": 1.0} for c in CLIENTS}}
+    expected = sum(flatten(tensors[c]) for c in CLIENTS) / 3.0 + 1.0
+    # Act: before, every client timed out after stage_timeout while the server still worked
+    run = run_parties(roles, kwargs=kwargs, timeout=config.stage_timeout)
+    # Assert
+    for c in CLIENTS:
+        np.testing.assert_allclose(flatten(run.results[c]), expected, atol=1e-5)
+
+
+def test_the_wait_for_the_average_is_twice_the_stage_timeout():
+    # Arrange: record the timeout of the client's recv of the average
+    from securefl.runtime.federated import average_tag
+
+    config = SecAggConfig(secure=False, stage_timeout=2.0)
+    waits = []
+
+    def spying_client(transport, **kwargs):
+        recv = transport.recv
+
+        def spy(src, tag, *, timeout=None):
+            waits.append((tag, timeout))
+            return recv(src, tag, timeout=timeout)
+
+        transport.recv = spy
+        return _client(transport, **kwargs)
+
+    tensors = _tensors()
+    roles = {"server": averaging_server, **{c: spying_client for c in CLIENTS}}
+    kwargs = {"server": {"clients": CLIENTS, "rounds": 1, "config": config},
+              **{c: {"tensors": tensors[c], "config": config, "rounds": 1, "weight": 1.0} for c in CLIENTS}}
+    # Act
+    run_parties(roles, kwargs=kwargs, timeout=config.stage_timeout)
+    # Assert
+    assert waits == [(average_tag(0), 2 * config.stage_timeout)] * 3
