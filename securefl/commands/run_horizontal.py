@@ -216,7 +216,7 @@ def gl_config(args: argparse.Namespace, dataset: str) -> Any:
 def run_gl_family(args: argparse.Namespace, progress: Any) -> dict[str, Any]:
     """Load the clients' tables, then run the GL-family method."""
     from baselines.gl_baselines import run_gl_method
-    from securefl.data.gl_sets import load_csv_clients
+    from securefl.data.gl_csv import load_csv_clients
     from securefl.data.registry import load_registered
 
     if args.csv is not None:

@@ -136,7 +136,8 @@ def _gl_client(args: argparse.Namespace, config: Any, run: dict[str, Any]) -> in
     """A GL client (its global layers federated) or a FedAvg client (its whole model, on the schema)."""
     from baselines.gl_baselines import schema_client
     from securefl.algorithms.gl import check_client, gl_client
-    from securefl.data.gl_sets import encode_client, load_client_csv, split_client
+    from securefl.data.gl_csv import load_client_csv
+    from securefl.data.gl_sets import encode_client, split_client
 
     table = split_client(load_client_csv(args.csv, label=args.label, name=args.role), args.seed)
     if args.method == "fedavg":

@@ -340,7 +340,8 @@ def test_fedavg_orders_numeric_classes_by_value_as_the_one_machine_run_does():
 
 def test_a_fedavg_client_off_the_schema_stops_in_one_line(tmp_path):
     from baselines.gl_baselines import schema_client
-    from securefl.data.gl_sets import load_client_csv, split_client
+    from securefl.data.gl_csv import load_client_csv
+    from securefl.data.gl_sets import split_client
 
     _site_files(tmp_path)
     table = split_client(load_client_csv(tmp_path / "north.csv", label="y", name="north"), 0)

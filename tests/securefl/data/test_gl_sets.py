@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from protocols.errors import InputError
-from securefl.data.gl_sets import (GL_ENTRIES, HEART_CLIENTS, ClientTable, encode_client, load_csv_clients,
-                                   split_client)
+from securefl.data.gl_csv import load_csv_clients
+from securefl.data.gl_sets import GL_ENTRIES, HEART_CLIENTS, ClientTable, encode_client, split_client
 from securefl.data.registry import get_dataset, load_registered
 
 
@@ -256,7 +256,7 @@ def test_covertype_clients_drop_the_partition_key(data_dir):
 
 def test_a_client_keeps_only_its_own_columns_from_a_shared_csv_or_its_own_file(tmp_path):
     # Arrange: clinic a records c, clinic b records d; a's own file carries b's column empty
-    from securefl.data.gl_sets import load_client_csv
+    from securefl.data.gl_csv import load_client_csv
 
     frame = _toy(n=40).drop(columns=["num", "code"])
     frame["c"] = np.where(frame["site"] == "x", 1.5, np.nan)
@@ -284,7 +284,7 @@ def test_rows_without_a_label_are_refused_not_dropped(tmp_path):
 
 def test_a_column_only_one_client_fills_keeps_its_type_in_a_shared_csv(tmp_path):
     # Arrange: site x's integer codes, empty in site y's rows, read as float from the shared file
-    from securefl.data.gl_sets import load_client_csv
+    from securefl.data.gl_csv import load_client_csv
 
     frame = _toy(n=40)
     frame["code"] = frame["code"].where(frame["site"] == "x")
