@@ -64,6 +64,22 @@ def check_apart(outputs: Sequence[tuple[str, Any]], inputs: Sequence[tuple[str, 
         seen[key] = (option, path)
 
 
+def check_distinct_inputs(inputs: Sequence[tuple[str, Any]], *, only: Sequence[str] | None = None) -> None:
+    """Before any work: InputError when two inputs (option, path) name one file -- a passive
+    party's CSV given twice, or the ``--identity`` private key also given as a data file (its
+    one line would be read as a CSV header, and error messages name header cells). With
+    ``only``, just the pairs in which one of those options takes part. ``None`` paths are skipped."""
+    seen: dict[Path, tuple[str, Any]] = {}
+    for option, path in inputs:
+        if path is None:
+            continue
+        key = Path(path).resolve()
+        if key in seen and (only is None or option in only or seen[key][0] in only):
+            other, named = seen[key]
+            raise InputError(f"{option} {path} is also given as {other} {named}; name each file once")
+        seen.setdefault(key, (option, path))
+
+
 def strict_json(value: Any) -> Any:
     """``value`` with every nan or inf float as None: JSON has no NaN, and strict readers (jq,
     JavaScript, most other languages) reject the ``NaN`` Python would write, e.g. for the

@@ -18,7 +18,7 @@ from protocols.psi import intersect, psi_two_party
 from securefl.commands import keygen, plain_text
 from securefl.data import read_party_csv, write_csv_atomically
 from securefl.data.tables import exact_ids
-from securefl.results import check_apart, check_output, write_json_atomically
+from securefl.results import check_apart, check_distinct_inputs, check_output, write_json_atomically
 from securefl.runtime import validation as check
 
 EXAMPLE = "securefl psi left.csv right.csv --id-column id --out aligned/"
@@ -68,8 +68,9 @@ def _check_args(args: argparse.Namespace) -> None:
         if Path(args.json).resolve() == Path(args.out).resolve():
             raise InputError(f"--json {args.json} is the --out folder; name a file outside it")
     written = ["left.csv", "right.csv"] if args.role is None else [f"{args.role}.csv"]
-    check_apart([*(("--out", Path(args.out) / name) for name in written), ("--json", args.json)],
-                [*(("input", f) for f in args.files), ("--identity", args.identity), ("--trust", args.trust)])
+    inputs = [*(("input", f) for f in args.files), ("--identity", args.identity), ("--trust", args.trust)]
+    check_distinct_inputs(inputs, only=("--identity", "--trust"))  # one table twice is a valid (if dull) PSI
+    check_apart([*(("--out", Path(args.out) / name) for name in written), ("--json", args.json)], inputs)
 
 
 def _load(path: Path, id_column: str) -> tuple[Any, list[str]]:

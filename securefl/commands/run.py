@@ -23,7 +23,7 @@ from securefl.commands.run_horizontal import (HORIZONTAL_METHODS, add_arguments,
                                               run_chfl_family, run_gl_family, summary_line)
 from securefl.commands import run_network, run_tdcd
 from securefl.commands.run_options import check_scope
-from securefl.results import check_apart, check_output, write_json_atomically
+from securefl.results import check_apart, check_distinct_inputs, check_output, write_json_atomically
 
 VERTICAL_METHODS = ("stfl", "he-vfl", "hierarchical", "centralized")
 EXAMPLE = "securefl run stfl --dataset breast --seed 0 --json stfl.json"
@@ -152,11 +152,12 @@ def run(args: argparse.Namespace) -> int:
     _check_args(args)
     check_args(args)
     run_network.check_args(args)
+    inputs = [*(("--party-csv", f) for f in args.party_csv or ()), ("--csv", args.csv),
+              ("--identity", args.identity), ("--trust", args.trust)]
+    check_distinct_inputs(inputs)
     if args.json:
         check_output(args.json, "--json")
-        check_apart([("--json", args.json)], [*(("--party-csv", f) for f in args.party_csv or ()),
-                                              ("--csv", args.csv), ("--identity", args.identity),
-                                              ("--trust", args.trust)])
+        check_apart([("--json", args.json)], inputs)
     from securefl.data.registry import get_dataset
     from securefl.runtime import resolve_device
     from securefl.runtime.preload import preload

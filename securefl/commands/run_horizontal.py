@@ -131,6 +131,10 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError(f"--common-ratio must be between 0 and 1, got {args.common_ratio}")
     if args.csv is not None and args.party_csv:
         raise InputError("--csv (horizontal data) and --party-csv (vertical data) cannot be combined")
+    if args.csv is not None and args.dataset:
+        raise InputError(f"--csv and --dataset {args.dataset} both name the data; give one")
+    if None not in (args.epochs, args.rounds) and args.epochs != args.rounds:  # each stands for the other
+        raise InputError(f"--epochs {args.epochs} and --rounds {args.rounds} disagree; give one")
     if args.mus is not None:
         args.mus = _number_list("--mus", "distinct values in (0, 1]", args.mus, lambda v: 0 < v <= 1)
     if args.lrs is not None:  # which methods take it: run_options.SCOPE

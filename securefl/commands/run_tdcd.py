@@ -45,8 +45,6 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError(f"--eval-every must be >= 0, got {args.eval_every}")
     if args.clients < 1:
         raise InputError(f"--clients must be at least 1, got {args.clients}")
-    if args.csv is not None and args.dataset:
-        raise InputError("tdcd takes --dataset or --csv, not both")
     if args.classes is not None:
         from securefl.data.chfl_clients import parse_classes
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,6 +24,7 @@ from protocols.psi import check_ids
 from securefl.results import real_target
 
 OTHER_DELIMITERS = (";", "\t", "|")
+HEX_RUN = re.compile(r"[0-9a-fA-F]{32,}")  # a key's hex (keygen writes 64 digits); never echoed
 MAX_FRACTIONAL_CLASSES = 50
 """A classifying label may hold at most this many distinct fractional values (GL's limit for categories)."""
 
@@ -83,8 +85,8 @@ def read_party_csv(path: str | os.PathLike, id_column: str, *, unnamed_first: bo
     frame = _read(path, dtype=str, keep_default_na=False, na_filter=False)
     check_header(path, unnamed_first=unnamed_first)
     if id_column not in frame.columns:
-        shown = ", ".join(map(str, frame.columns[:10])) + (", ..." if len(frame.columns) > 10 else "")
-        raise InputError(f"{path}: no column {id_column!r} (columns: {shown}){delimiter_hint(frame)}")
+        raise InputError(f"{path}: no column {id_column!r} (columns: {shown_columns(frame.columns, 10)})"
+                         f"{delimiter_hint(frame)}")
     return frame
 
 
@@ -103,10 +105,12 @@ def read_labelled_csv(path: str | os.PathLike, *, label: str, also: tuple[str, s
     if not path.is_file():
         raise InputError(f"--csv file {path} not found")
     frame = _read(path)
+    if frame.empty and len(frame.columns):
+        raise InputError(f"{path}: no data rows (only a header)")
     for option, column in (("--label", label), *([also] if also else [])):
         if column not in frame.columns:
-            known = ", ".join(map(str, frame.columns))
-            raise InputError(f"{option}: column {column!r} not in {path} (columns: {known}){delimiter_hint(frame)}")
+            raise InputError(f"{option}: column {column!r} not in {path} (columns: {shown_columns(frame.columns)})"
+                             f"{delimiter_hint(frame)}")
     check_header(path)
     named = None if features is None else set(features)
     for column in frame.columns if named is None else [c for c in frame.columns if c in named]:
@@ -179,6 +183,16 @@ def check_class_label(path: Path, frame: pd.DataFrame, label: str) -> None:
                          " label must name classes, not a quantity")
 
 
+def shown_columns(columns: Sequence[Any], limit: int | None = None) -> str:
+    """Header cells for an error message, comma-separated (the first ``limit``, then "..."). A cell
+    of 32 or more hex digits is not shown: it is most likely a key file given as a CSV (a private
+    key's one line becomes the header), and a key must never reach a message."""
+    names = [str(c) for c in columns]
+    cut = names if limit is None else names[:limit]
+    text = ", ".join(f"<{len(n)} hex digits, not shown>" if HEX_RUN.fullmatch(n.strip()) else n for n in cut)
+    return text + (", ..." if len(cut) < len(names) else "")
+
+
 def delimiter_hint(frame: pd.DataFrame) -> str:
     """A hint when the whole header landed in one column: the file is not comma-separated."""
     if len(frame.columns) != 1:
@@ -190,8 +204,10 @@ def delimiter_hint(frame: pd.DataFrame) -> str:
 def write_csv_atomically(out_dir: str | os.PathLike, frames: Mapping[str, pd.DataFrame]) -> list[Path]:
     """Write ``{file name: frame}`` into ``out_dir`` so a failure leaves nothing half-written.
 
-    Every file is first written into a staging folder beside ``out_dir``; only when
-    all are complete are they moved into place.
+    Every file is first written into a hidden staging folder inside ``out_dir`` (so the
+    final moves stay on one file system, even when ``out_dir`` is a mount point); only
+    when all are complete are they moved into place. A folder made for them is removed
+    again if the write fails.
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -200,16 +216,17 @@ def write_csv_atomically(out_dir: str | os.PathLike, frames: Mapping[str, pd.Dat
         if (out / name).is_dir():
             raise InputError(f"{out / name}: a folder is in the way of this output file")
         real_target(out / name, "--out")  # a device or pipe there would be replaced by a file
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    staging, written = Path(tempfile.mkdtemp(prefix=".staging-", dir=out)), []
     try:
         for name, frame in frames.items():
             frame.to_csv(staging / name, index=False)
-        out.mkdir(exist_ok=True)
-        written = []
         for name in frames:
             os.replace(staging / name, out / name)
             written.append(out / name)
         return written
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if made and not written:
+            shutil.rmtree(out, ignore_errors=True)

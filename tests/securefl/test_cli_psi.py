@@ -193,6 +193,25 @@ def test_a_folder_in_the_way_of_one_output_leaves_the_others_untouched(tmp_path,
     assert (out / "left.csv").read_text() == "earlier\n"
 
 
+def test_the_identity_key_given_as_an_input_table_is_refused(tmp_path, two_parties, capsys, monkeypatch):
+    # Arrange
+    monkeypatch.chdir(tmp_path)
+    assert main(["keygen", "k1"]) == 0
+    capsys.readouterr()
+    argv = ["psi", "k1", "--role", "server", "--peer", "127.0.0.1:1", "--id-column", "id", "--out", "out",
+            "--identity", "k1", "--trust", "right.csv"]
+    # Act
+    code = main(argv)
+    # Assert
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "--identity k1 is also given as input k1" in err
+
+
+def test_one_table_on_both_sides_is_a_valid_psi(tmp_path, two_parties, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["psi", "left.csv", "left.csv", "--id-column", "id", "--out", "out"]) == 0
+
+
 @pytest.mark.parametrize("out, json_name, message", [
     (".", None, "--out left.csv would replace input"),
     ("out", "left.csv", "--json left.csv would replace input"),

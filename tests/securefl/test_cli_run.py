@@ -131,6 +131,32 @@ def test_a_json_that_would_replace_an_input_csv_is_refused_before_any_work(tmp_p
     assert shop.read_bytes() == before
 
 
+def test_a_passive_csv_given_twice_is_refused(tmp_path, capsys):
+    # Arrange
+    bank, shop = _party_csvs(tmp_path)
+    # Act
+    code = main(["run", "centralized", "--party-csv", str(bank), str(shop), str(shop), "--no-progress"])
+    # Assert
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and f"--party-csv {shop} is also given as --party-csv" in err
+
+
+def test_the_identity_key_given_as_a_party_csv_is_refused_before_it_is_read(tmp_path, capsys):
+    # Arrange: a private key file in the place of a data file
+    bank, _ = _party_csvs(tmp_path)
+    key = tmp_path / "k1"
+    assert main(["keygen", str(key)]) == 0
+    capsys.readouterr()
+    argv = ["run", "stfl", "--role", "active", "--party-csv", str(key), "--identity", str(key),
+            "--trust", str(bank), "--peer", "127.0.0.1:1", "--no-progress"]
+    # Act
+    code = main(argv)
+    # Assert: no key text in the message
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and f"--identity {key} is also given as --party-csv {key}" in err
+    assert key.read_text().strip()[:8] not in err
+
+
 def test_passive_party_without_common_ids_is_a_one_line_error(tmp_path, capsys):
     bank, shop = _party_csvs(tmp_path, passive_ids=[f"other{i}" for i in range(600)])
 

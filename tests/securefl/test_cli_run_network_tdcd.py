@@ -73,7 +73,7 @@ def test_the_networked_setup_regresses_as_the_one_process_run(tmp_path):
     (["--role", "branch", "--parties", SILOS, "--peer", "127.0.0.1:1"], "client 'branch' needs its own rows"),
     (["--role", "branch", "--parties", SILOS, "--peer", "127.0.0.1:1", "--csv", "a.csv", "--silos", "3"],
      "--silos applies to tdcd without --role"),
-    (["--csv", "a.csv", "--dataset", "tdcd_pol"], "tdcd takes --dataset or --csv, not both"),
+    (["--csv", "a.csv", "--dataset", "tdcd_pol"], "--csv and --dataset tdcd_pol both name the data; give one"),
     (["--role", "bank", "--parties", SILOS, "--peer", "127.0.0.1:1", "--classes", "yes"],
      "--classes must list two or more distinct class values"),
     (["--classes", "no,yes"],

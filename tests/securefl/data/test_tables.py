@@ -119,3 +119,55 @@ def test_ids_are_read_as_the_text_in_the_file_and_empty_ones_are_refused(tmp_pat
     assert ids == ["007", "7", " 7"]
     with pytest.raises(InputError, match=r"empty\.csv: column 'id' has 1 empty ID cell\(s\) \(first in data row 2\)"):
         exact_ids(read_text_column(empty, "id"), "empty.csv", "id")
+
+
+@pytest.mark.parametrize("read", [lambda p: read_party_csv(p, "id"), lambda p: read_labelled_csv(p, label="y")])
+def test_a_key_file_given_as_a_csv_never_shows_its_key(tmp_path, read):
+    # Arrange: keygen's private key file is one line of 64 hex digits, which pandas reads as the header
+    key = "a8fba626" * 8
+    path = write(tmp_path, "k1", key + "\n")
+    # Act
+    with pytest.raises(InputError) as info:
+        read(path)
+    # Assert: the file is named, the key is not (not even a part of it)
+    assert "k1" in str(info.value) and key[:8] not in str(info.value)
+
+
+def test_header_cells_that_look_like_a_key_are_not_shown():
+    from securefl.data.tables import shown_columns
+
+    assert shown_columns(["id", "ab" * 32, "y"]) == "id, <64 hex digits, not shown>, y"
+    assert shown_columns(["a", "b", "c"], 2) == "a, b, ..."
+
+
+def test_a_header_only_user_table_says_it_has_no_data_rows(tmp_path):
+    with pytest.raises(InputError, match=r"hdr\.csv: no data rows \(only a header\)"):
+        read_labelled_csv(write(tmp_path, "hdr.csv", "a0,a1,y\n"), label="y")
+
+
+def test_csvs_are_staged_inside_the_out_folder_so_a_mount_point_works(tmp_path, monkeypatch):
+    # Arrange: os.replace across file systems fails; record where each staged file comes from
+    import os
+
+    from securefl.data import tables
+
+    moves, real = [], os.replace
+    monkeypatch.setattr(tables.os, "replace", lambda src, dst: (moves.append((Path(src), Path(dst))), real(src, dst)))
+    out = tmp_path / "out"
+    # Act
+    written = tables.write_csv_atomically(out, {"left.csv": pd.DataFrame({"id": ["a"]})})
+    # Assert: staged within out itself (one file system), and nothing is left behind but the result
+    assert written == [out / "left.csv"] and all(src.parent.parent == out for src, _ in moves)
+    assert sorted(p.name for p in out.iterdir()) == ["left.csv"]
+
+
+def test_a_failed_write_removes_the_out_folder_it_made(tmp_path, monkeypatch):
+    # Arrange
+    from securefl.data import tables
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    # Act
+    with pytest.raises(OSError):
+        tables.write_csv_atomically(tmp_path / "out", {"left.csv": pd.DataFrame({"id": ["a"]})})
+    # Assert
+    assert list(tmp_path.iterdir()) == []
