@@ -105,7 +105,8 @@ class CHFLConfig:
                                for m in self.mus):
             raise InputError(f"CHFLConfig.mus must be a non-empty tuple of values in (0, 1], got {self.mus!r}")
         if len({f"{m:g}" for m in self.mus}) != len(self.mus):  # each names its column and result: chfl_mu=0.5
-            raise InputError(f"CHFLConfig.mus must be distinct (as printed with 6 significant digits), got {self.mus!r}")
+            raise InputError(f"CHFLConfig.mus must be distinct (as printed with 6 significant digits),"
+                             f" got {self.mus!r}")
         unknown = [h for h in self.heads if h not in HEADS]
         if unknown:
             raise InputError(f"CHFLConfig.heads: unknown head(s) {unknown}; choose from {list(HEADS)}")
