@@ -165,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_json_atomically(args.json, {
             "method": "demo", "dataset": "breast_cancer (scikit-learn)", "seconds": total, "bytes": nbytes,
-            "device": "cpu", "settings": {"he": args.he, "epochs": args.epochs},
+            "device": "cpu", "seed": 0,  # STFL's and HE-VFL's split and weights; PSI's party rows are drawn afresh
+            "settings": {"he": args.he, "epochs": args.epochs, "psi_party_rows": "drawn afresh each run"},
             "metrics": {"intersection_size": psi["size"], "secagg_max_abs_error": agg["max_abs_error"],
                         "matmul_max_abs_error": he["max_abs_error"]},
             "steps": {"psi": {k: psi[k] for k in ("size", "seconds", "bytes")},

@@ -16,6 +16,7 @@ def test_demo_runs_every_step_and_reports_it(tmp_path, capsys, backend):
     out = capsys.readouterr().out
     result = json.loads(report.read_text())
     assert code == 0
+    assert {"method", "dataset", "seed", "device", "metrics", "seconds", "bytes", "settings"} <= result.keys()
     assert result["metrics"]["intersection_size"] == 230  # rows 170..399 are held by both
     assert result["metrics"]["secagg_max_abs_error"] < 1e-6
     assert result["metrics"]["matmul_max_abs_error"] < 1e-3
