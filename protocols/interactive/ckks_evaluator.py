@@ -32,7 +32,7 @@ from tenseal import sealapi
 
 from protocols.errors import DecodeError, EncodingOverflowError, InputError, ProtocolError
 from protocols.he import CKKSPublicContext
-from protocols.he.ckks import left_rotation_elements
+from protocols.he.ckks_wire import left_rotation_elements
 from protocols.interactive.ckks_engine import MASK_BITS, PLAIN_SCALE_BITS, SealHandles, bound_exponent
 from protocols.interactive.packing import Plan, diagonals, pack_every_copy, read_lanes, unpack_output
 from protocols.interactive.sealwire import ciphertexts_fields, ciphertexts_from_fields

@@ -46,7 +46,7 @@ def test_galois_keys_travel_seeded_at_about_half_tenseals_size(galois: Scheme) -
 
 def test_galois_keys_are_for_left_power_of_two_rotations_only(galois: Scheme) -> None:
     # Arrange: SEAL's element for a left rotation by k is 3^k mod 2N
-    from protocols.he.ckks import left_rotation_elements
+    from protocols.he.ckks_wire import left_rotation_elements
 
     n = galois.public.config.poly_modulus_degree
     slots = n // 2
@@ -61,7 +61,7 @@ def test_galois_keys_are_for_left_power_of_two_rotations_only(galois: Scheme) ->
 
 
 def test_galois_keys_go_into_the_public_part_and_other_fields_pass_unchanged() -> None:
-    from protocols.he.ckks import _appended
+    from protocols.he.ckks_wire import appended as _appended
 
     # field 1 "ab", field 2 "c", field 4 the varint 1 (encryption_type)
     proto = b"\x0a\x02ab" + b"\x12\x01c" + b"\x20\x01"

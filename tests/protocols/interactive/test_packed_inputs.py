@@ -20,7 +20,7 @@ def key() -> PackedCKKSKey:
 
 def test_a_context_without_every_left_rotation_key_is_refused_at_set_up(monkeypatch):
     # Arrange: a key owner that made the rotate-by-1 key only
-    from protocols.he import ckks
+    from protocols.he import ckks_wire as ckks
 
     every = ckks.left_rotation_elements
     monkeypatch.setattr(ckks, "left_rotation_elements", lambda n: every(n)[:1])
