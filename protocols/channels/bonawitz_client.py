@@ -34,7 +34,7 @@ from protocols.channels.bonawitz import (SEALED_SHARES_BYTES, Roster, array_fiel
                                          share_rows)
 from protocols.channels.config import SecAggConfig, secagg_tag
 from protocols.codec import Message
-from protocols.errors import InputError, ProtocolError
+from protocols.errors import InputError, PeerFailedError, ProtocolError
 from protocols.transport.base import Transport
 
 
@@ -63,7 +63,10 @@ def secure_client(transport: Transport, *, server: str, vector: np.ndarray, conf
     held = _open_inbox(inbox, members, roster, c_sk, me, round)
     held[me] = own
     masked = _mask(encoded, b_seed, s_sk, roster, members, me, round, config.prg)
-    transport.send(server, secagg_tag(round, "masked"), y=masked)
+    try:
+        transport.send(server, secagg_tag(round, "masked"), y=masked)
+    except PeerFailedError:  # too late: the server finished the round without this client
+        return False
     if drop_after == "masked_input":
         return None
     survivors = names_field(transport.recv(server, secagg_tag(round, "unmask"), timeout=wait), "survivors")

@@ -8,6 +8,7 @@ move frames: counting, tag checks and the delivery log live here, once.
 
 from __future__ import annotations
 
+import copy
 import threading
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from protocols.codec import Message, Tag, decode, decode_header, encode
-from protocols.errors import (DecodeError, InputError, PeerFailedError, PeerTimeoutError,
+from protocols.errors import (DecodeError, InputError, PeerFailedError, PeerTimeoutError, ProtocolError,
                               TagMismatchError)
 
 DEFAULT_TIMEOUT = 120.0
@@ -122,7 +123,20 @@ class Mailbox:
                 if not self._frames[key]:
                     del self._frames[key]
                 return frame
-            raise self._errors.get(src) or self._aborted  # type: ignore[misc]
+            raise fresh(self._errors.get(src) or self._aborted)  # type: ignore[arg-type]
+
+
+def fresh(exc: BaseException) -> BaseException:
+    """A new instance of the stored ``exc``, to raise from one wait: raising the one instance from every
+    wait and thread grew its traceback without bound (3000 entries after 1000 waits) and shared it.
+    Its cause stays; an exception that cannot be rebuilt from its arguments goes as it is, its
+    traceback dropped."""
+    try:
+        new = copy.copy(exc)
+    except Exception:  # noqa: BLE001 - e.g. a caller's exception whose constructor takes other arguments
+        return exc.with_traceback(None)
+    new.__cause__, new.__suppress_context__ = exc.__cause__, exc.__suppress_context__
+    return new.with_traceback(None)
 
 
 def checked_timeout(timeout: Any, what: str, *, poll: bool = False) -> float:
@@ -141,6 +155,8 @@ class Transport(ABC):
 
     def __init__(self, name: str, parties: tuple[str, ...], *, timeout: float = DEFAULT_TIMEOUT,
                  record: bool = False) -> None:
+        if not all(isinstance(p, str) and p for p in parties):
+            raise InputError(f"party names must be non-empty strings, got {list(parties)}")
         if name not in parties:
             raise InputError(f"party {name!r} is not one of the parties {list(parties)}")
         if len(set(parties)) != len(parties):
@@ -152,6 +168,7 @@ class Transport(ABC):
         self.record = record
         self.log: list[Message] = []
         self._mailbox = Mailbox()
+        self._closed = False
 
     @property
     def peers(self) -> tuple[str, ...]:
@@ -163,8 +180,15 @@ class Transport(ABC):
 
     def send(self, dst: str, tag: Tag, fields: Mapping[str, Any] | None = None, /,
              **kwfields: Any) -> int:
-        """Send ``fields`` to ``dst`` under ``tag``; return the bytes put on the wire."""
+        """Send ``fields`` to ``dst`` under ``tag``; return the bytes put on the wire. PeerFailedError
+        (and nothing counted) once ``dst`` is known gone: it closed its transport or its link broke."""
         self._check_peer(dst)
+        _check_tag(tag)
+        if self._closed:
+            raise ProtocolError(f"party {self.name!r} sent after closing its transport")
+        gone = self._mailbox.failure(dst)
+        if isinstance(gone, PeerFailedError):  # a network backend would buffer the frame and report it sent
+            raise PeerFailedError(f"party {self.name!r} cannot send to {dst!r}: {gone}")
         frame = encode(self.name, dst, tag, {**(fields or {}), **kwfields})
         self._send_frame(dst, frame)
         self.meter.count_send(dst, tag, len(frame))
@@ -173,6 +197,7 @@ class Transport(ABC):
     def recv(self, src: str, tag: Tag, *, timeout: float | None = None) -> Message:
         """Wait for the message from ``src`` with exactly ``tag``; decode and check it."""
         self._check_peer(src)
+        _check_tag(tag)
         wait = self.timeout if timeout is None else checked_timeout(timeout, "recv timeout", poll=True)
         frame = self._mailbox.get(src, tag, wait)
         message = decode(frame)
@@ -200,6 +225,11 @@ class Transport(ABC):
     @abstractmethod
     def _send_frame(self, dst: str, frame: bytes) -> None:
         """Move one encoded frame to ``dst`` (backend-specific)."""
+
+
+def _check_tag(tag: Any) -> None:
+    if not isinstance(tag, Tag):
+        raise InputError(f"tag must be a protocols.codec.Tag, got {tag!r}")
 
 
 def send_to_present(transport: Transport, recipients: Sequence[str], tag: Tag, **fields: Any) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from protocols.errors import InputError
+from protocols.errors import InputError, PeerFailedError
 from protocols.transport.base import DEFAULT_TIMEOUT, Transport
 
 
@@ -46,3 +46,15 @@ class InProcessTransport(Transport):
 
     def _send_frame(self, dst: str, frame: bytes) -> None:
         self._network.transports[dst]._mailbox.put(self.name, frame)
+
+    def close(self, reason: Exception | None = None) -> None:
+        """This party is done, as a torch party's closed transport says: its peers' sends to it raise
+        PeerFailedError (``reason``, if given) and so do their waits on it, once no message it sent
+        before matches. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        gone = reason or PeerFailedError(f"party {self.name!r} closed its transport (it finished, failed or"
+                                         " was stopped; its own output says which)")
+        for peer in self.peers:
+            self._network.transports[peer]._mailbox.fail_peer(self.name, gone)

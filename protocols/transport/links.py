@@ -125,6 +125,12 @@ def check_identity(name: str, peers: tuple[str, ...], identity: X25519PrivateKey
     missing = [p for p in peers if p not in trusted]
     if missing:
         raise InputError(f"party {name!r}: no trusted key for {', '.join(map(repr, missing))}")
+    for peer in peers:  # checked here, not after the rendezvous, where the peer would only see its link break
+        key = trusted[peer]
+        if not isinstance(key, (bytes, bytearray, memoryview)) or len(bytes(key)) != crypto.KEY_BYTES:
+            got = f"{len(bytes(key))} bytes" if isinstance(key, (bytes, bytearray, memoryview)) else type(key).__name__
+            raise InputError(f"party {name!r}: trusted[{peer!r}] must be {peer!r}'s raw X25519 public key"
+                             f" ({crypto.KEY_BYTES} bytes), got {got}")
 
 
 def handshake(me: str, peer: str, *, initiator: bool, identity: X25519PrivateKey, trusted: bytes,

@@ -32,14 +32,24 @@ class Relay:
     def __getstate__(self) -> dict[str, Any]:
         return {"_queue": self._queue, "_callback": None}  # the callback stays with the launcher
 
-    def _forward(self) -> None:
+    def _forward(self, failed: list[BaseException]) -> None:
+        """Replay calls until the end; after the callback's first exception (kept in ``failed``) only
+        drain them, so no party process blocks at its exit on a full queue."""
         while (args := self._queue.get()) is not _DONE:
-            self._callback(*args)
+            if failed:
+                continue
+            try:
+                self._callback(*args)
+            except BaseException as exc:  # noqa: BLE001 - raised in the launcher when forwarding ends
+                failed.append(exc)
 
     @contextmanager
     def forwarding(self) -> Iterator[Relay]:
-        """Replay the queued calls in a thread of this process while the body runs."""
-        thread = threading.Thread(target=self._forward, name="progress-relay", daemon=True)
+        """Replay the queued calls in a thread of this process while the body runs. If the callback
+        raised, its first exception is raised here once the body is done (as in process, where the
+        callback's exception fails the run), unless the body raised one of its own."""
+        failed: list[BaseException] = []
+        thread = threading.Thread(target=self._forward, args=(failed,), name="progress-relay", daemon=True)
         thread.start()
         try:
             yield self
@@ -47,6 +57,9 @@ class Relay:
             self._queue.put(_DONE)
             thread.join(timeout=5)
             self._queue.close()
+        if failed:
+            failed[0].add_note("raised by the progress callback, called for a party in another process")
+            raise failed[0]
 
 
 @contextmanager

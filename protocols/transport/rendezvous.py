@@ -1,5 +1,6 @@
-"""The torch.distributed rendezvous: reaching rank 0's store, waiting for every party,
-and checking that all were started alike, each wait a short call in a Python loop.
+"""The torch.distributed rendezvous: its address (``HOST:PORT``, a free port), reaching rank 0's
+store, waiting for every party, and checking that all were started alike, each wait a short call
+in a Python loop.
 
 torch's own waits for peers (in ``TCPStore``) hold the GIL, so Ctrl-C would go
 unanswered until they time out; here it is answered between tries and polls.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
+import functools
 import ipaddress
 import json
 import re
@@ -18,7 +20,8 @@ from typing import Any
 
 import torch.distributed as dist
 
-from protocols.errors import ProtocolError
+from protocols.errors import InputError, ProtocolError
+from protocols.transport.watch import Stranded, run_beside
 
 _ARRIVED = "securefl/arrived"  # rendezvous counter: each party adds 1 once its store is up
 _WHO = "securefl/who"  # + "/<rank>": what that party was started with (see check_agreement)
@@ -41,8 +44,7 @@ def connect(host: str, port: int, parties: int, is_master: bool, deadline: float
     while True:
         left = deadline - time.monotonic()
         try:
-            store = dist.TCPStore(host, port, parties, is_master=False,
-                                  timeout=_dt.timedelta(seconds=min(max(left, 0.1), _CONNECT_TRY)))
+            store = _reach(host, port, parties, min(max(left, 0.1), _CONNECT_TRY), deadline)
         except RuntimeError as exc:
             if "timed out" not in str(exc):
                 raise  # not a peer that is late (e.g. a host that does not resolve): say so now
@@ -51,6 +53,25 @@ def connect(host: str, port: int, parties: int, is_master: bool, deadline: float
             continue
         store.set_timeout(_dt.timedelta(seconds=max(left, 1.0)))
         return store
+
+
+def _reach(host: str, port: int, parties: int, attempt: float, deadline: float) -> Any:
+    """One try to reach rank 0's store, in a helper thread: torch's client waits for the store's
+    first answer without a timeout, so an address where something listens but never answers (a
+    stopped party, another program) would hold the caller forever, deaf to Ctrl-C. Past ``deadline``
+    the helper is left blocked (the process is marked to end with ``os._exit``) and TimeoutError
+    says why; torch releases the GIL while it waits, so this thread keeps answering meanwhile."""
+    def late() -> BaseException | None:
+        return None if time.monotonic() < deadline else TimeoutError(
+            f"timed out: something listens at {host}:{port} but does not answer as a rendezvous store"
+            " (a stopped party, or another program)")
+
+    call = functools.partial(dist.TCPStore, host, port, parties, is_master=False,
+                             timeout=_dt.timedelta(seconds=attempt))
+    try:
+        return run_beside(call, f"rendezvous-{host}:{port}", gone=late)
+    except Stranded as stuck:
+        raise stuck.reason from None
 
 
 def _loopback_socket(host: str, port: int) -> int | None:
@@ -130,6 +151,27 @@ def _disagreement(store: Any, name: str, parties: tuple[str, ...], mine: dict[st
     return None
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port), with a one-line error for anything else."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host:
+        raise InputError(f"address {text!r} is not HOST:PORT")
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
+        raise InputError(f"invalid port {port_text!r} in {text!r}: must be an integer in 1-65535")
+    bracketed = host.startswith("[") and host.endswith("]")
+    name = host[1:-1] if bracketed else host
+    if not name or "[" in name or "]" in name:  # e.g. "[::1]:80:1", "[]:80"
+        raise InputError(f"address {text!r} is not HOST:PORT (an IPv6 host goes in brackets: [::1]:29500)")
+    return name, int(port_text)
+
+
 def gloo_reason(exc: BaseException) -> str:
     """The gist of a gloo error: its first sentence, without the source location in front."""
     lines = str(exc).strip().splitlines()
@@ -137,4 +179,4 @@ def gloo_reason(exc: BaseException) -> str:
     return text.split(". ")[0] or type(exc).__name__
 
 
-__all__ = ["announce", "await_parties", "check_agreement", "connect", "gloo_reason"]
+__all__ = ["announce", "await_parties", "check_agreement", "connect", "free_port", "gloo_reason", "parse_address"]

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from protocols.codec import Message
 from protocols.errors import InputError, PeerFailedError
+from protocols.lifecycle import mark_stranded
 from protocols.transport.base import DEFAULT_TIMEOUT, Transport
 from protocols.transport.inprocess import InProcessNetwork
 
@@ -29,7 +30,9 @@ JOIN_POLL = 0.1
 STOP_GRACE = 3.0
 """Seconds an interrupted run waits for its parties to stop before it lets the interrupt go on:
 ample for a party to finish a native HE step and reach its next message. A party busy for
-longer (PSI blinding in a process pool) waits in Python, which interpreter exit handles."""
+longer (STFL's VAE pretraining, which sends nothing) marks the process stranded, so that
+:func:`protocols.lifecycle.exit_status` ends it with ``os._exit`` rather than in an interpreter
+shutdown under its running torch threads (which aborts: exit 134 instead of 130)."""
 
 
 @dataclass
@@ -95,6 +98,7 @@ def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, 
     done = {name: threading.Event() for name in roles}
 
     def target(name: str) -> None:
+        gone = None
         try:
             value = roles[name](network[name], **kwargs.get(name, {}))
             with lock:
@@ -102,8 +106,10 @@ def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, 
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
             with lock:
                 failures.append((name, exc))
-            network.abort(PeerFailedError(f"party {name!r} failed: {type(exc).__name__}: {exc}"))
+            gone = PeerFailedError(f"party {name!r} failed: {type(exc).__name__}: {exc}")
+            network.abort(gone)
         finally:
+            network[name].close(gone)  # a party whose role ended is gone, as a torch party's process is
             done[name].set()
 
     start = time.perf_counter()
@@ -116,8 +122,10 @@ def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, 
             _wait(done.values())
         except BaseException:  # Ctrl-C: the parties stop at their next message instead of running on
             network.abort(PeerFailedError("the run was interrupted"))
-            _wait([done[name] for name, thread in threads.items() if thread.ident is not None],
-                  within=STOP_GRACE)
+            started = [done[name] for name, thread in threads.items() if thread.ident is not None]
+            _wait(started, within=STOP_GRACE)
+            if not all(event.is_set() for event in started):  # one computes on, with no message to notice
+                mark_stranded()  # end with os._exit: interpreter shutdown under its torch threads aborts
             raise
     seconds = time.perf_counter() - start
     if failures:

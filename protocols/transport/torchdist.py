@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import multiprocessing as mp
+import pickle
 import queue
-import socket
 import sys
 import threading
 import time
@@ -26,9 +26,11 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from protocols.errors import (CryptoError, DecodeError, InputError, PeerFailedError, ProtocolError,
                               SecureFLError)
 from protocols.lifecycle import ctrl_c_stays_here, die_with_parent, exit_status, mark_stranded
-from protocols.transport.base import DEFAULT_TIMEOUT, Transport
+from protocols.transport.base import DEFAULT_TIMEOUT, Transport, checked_timeout
 from protocols.transport.links import MAX_HANDSHAKE_BYTES, SEALED_LENGTH_BYTES, Link, check_identity, handshake
-from protocols.transport.rendezvous import announce, await_parties, check_agreement, connect, gloo_reason
+from protocols.transport.rendezvous import (announce, await_parties, check_agreement, connect, free_port, gloo_reason,
+                                             parse_address)
+from protocols.transport.watch import Helper, Stranded, run_beside
 
 _CLOSE = -1
 LINGER = 30.0
@@ -37,32 +39,9 @@ LINGER_ON_FAILURE = 1.0
 """The same after an error or Ctrl-C: a peer busy in a long computation (an STFL passive party
 pretraining its VAE) says goodbye only when it next sends, and there is nothing left to read."""
 MAX_FRAME_BYTES = 1 << 34
-_POLL = 0.1
-"""Seconds between the main thread's looks for Ctrl-C while a helper thread waits in gloo."""
 # The gloo group's own timeout bounds every blocking recv, including an idle
 # receiver thread's; waits for messages are bounded by the mailbox instead.
 _GROUP_TIMEOUT = _dt.timedelta(days=7)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago on ``host``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` -> (host, port), with a one-line error for anything else."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not host:
-        raise InputError(f"address {text!r} is not HOST:PORT")
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise InputError(f"invalid port {port_text!r} in {text!r}: must be an integer in 1-65535")
-    bracketed = host.startswith("[") and host.endswith("]")
-    name = host[1:-1] if bracketed else host
-    if not name or "[" in name or "]" in name:  # e.g. "[::1]:80:1", "[]:80"
-        raise InputError(f"address {text!r} is not HOST:PORT (an IPv6 host goes in brackets: [::1]:29500)")
-    return name, int(port_text)
 
 
 class TorchDistTransport(Transport):
@@ -87,14 +66,16 @@ class TorchDistTransport(Transport):
         super().__init__(name, tuple(parties), timeout=timeout, record=record)
         check_identity(name, self.peers, identity, trusted)
         self._agree = {"parties": list(self.parties), "authenticated": identity is not None, **dict(agree or {})}
-        if not 0 < port < 65536:
-            raise InputError(f"invalid port {port}: must be in 1-65535")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise InputError(f"invalid port {port!r}: must be an integer in 1-65535")
+        connect_timeout = checked_timeout(connect_timeout, "connect_timeout")
         if dist.is_initialized():
             raise ProtocolError("torch.distributed is already initialised in this process")
         self.rank = self.parties.index(name)
         self._rendezvous(host, port, connect_timeout)
         self._send_locks = {peer: threading.Lock() for peer in self.peers}
-        self._closed = False
+        self._broken: set[str] = set()  # peers whose link broke under a receiver
+        self._stranded_to: set[str] = set()  # peers a send was left blocked on (see _send_watched)
         self._links: dict[str, Link] = {}  # plain lengths and frames until every handshake is done
         if identity is not None and trusted is not None:
             try:
@@ -102,6 +83,7 @@ class TorchDistTransport(Transport):
             except Exception:  # no transport to close: leave the group here, so the process may join again
                 dist.destroy_process_group()
                 raise  # (after Ctrl-C a handshake thread stays blocked in gloo: _authenticate marks it stranded)
+        self._senders = {peer: Helper(f"send-{name}->{peer}") for peer in self.peers}  # see _send_watched
         self._receivers = [threading.Thread(target=self._receive_loop, args=(peer,), daemon=True,
                                             name=f"recv-{name}<-{peer}") for peer in self.peers]
         for thread in self._receivers:
@@ -137,28 +119,9 @@ class TorchDistTransport(Transport):
 
     def _authenticate(self, identity: X25519PrivateKey, trusted: Mapping[str, bytes]) -> dict[str, Link]:
         """:meth:`_handshakes` in a helper thread, so that Ctrl-C reaches this one while a peer
-        has not answered: gloo's ``recv`` would hold the main thread until the peer did."""
-        outcome: dict[str, Any] = {}
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                outcome["links"] = self._handshakes(identity, trusted)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
-                outcome["error"] = exc
-            finally:
-                done.set()
-
-        threading.Thread(target=run, daemon=True, name=f"handshake-{self.name}").start()
-        try:
-            while not done.wait(_POLL):
-                pass
-        except KeyboardInterrupt:
-            mark_stranded()  # the helper stays blocked in gloo on the silent peer
-            raise
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["links"]
+        has not answered: gloo's ``recv`` would hold the main thread until the peer did (after
+        Ctrl-C the helper stays blocked in gloo on the silent peer, and the process is marked)."""
+        return run_beside(functools.partial(self._handshakes, identity, trusted), f"handshake-{self.name}")
 
     def _handshakes(self, identity: X25519PrivateKey, trusted: Mapping[str, bytes]) -> dict[str, Link]:
         """One handshake per peer, before the receivers run, in one global order of pairs
@@ -221,6 +184,7 @@ class TorchDistTransport(Transport):
         except CryptoError as exc:  # a forged, replayed or altered length or frame
             self._mailbox.fail_peer(peer, exc)
         except RuntimeError as exc:  # gloo reports a broken link as RuntimeError
+            self._broken.add(peer)
             self._mailbox.fail_peer(peer, PeerFailedError(f"link to party {peer!r} broke: {gloo_reason(exc)}"))
 
     def _send_raw(self, dst: str, size: int, payload: bytes | None) -> None:
@@ -243,13 +207,28 @@ class TorchDistTransport(Transport):
             dist.send(torch.frombuffer(bytearray(link.seal(frame)), dtype=torch.uint8), dst=self._rank(dst))
 
     def _send_frame(self, dst: str, frame: bytes) -> None:
-        if self._closed:
-            raise ProtocolError(f"party {self.name!r} sent after closing its transport")
-        gone = self._mailbox.failure(dst)
-        if isinstance(gone, PeerFailedError):  # gloo would buffer the frame and report it sent
-            raise PeerFailedError(f"party {self.name!r} cannot send to {dst!r}: {gone}")
+        self._send_watched(dst, frame)
+
+    def _send_watched(self, dst: str, frame: bytes | None) -> None:
+        """:meth:`_send_framed` in ``dst``'s sender thread: gloo never fails a send in flight when the
+        receiver sees the link break first, so the send is left blocked then. Either way the break is
+        PeerFailedError naming both parties (gloo's RuntimeError, the first time, otherwise)."""
+        if dst in self._stranded_to:
+            raise PeerFailedError(f"party {self.name!r} cannot send to {dst!r}: an earlier send to it never ended")
         with self._send_locks[dst]:  # sealing and sending in one order: the counter is the wire's
-            self._send_framed(dst, frame)
+            try:
+                self._senders[dst].run(functools.partial(self._send_framed, dst, frame),
+                                       gone=lambda: self._mailbox.failure(dst) if dst in self._broken else None)
+            except Stranded as exc:
+                self._stranded_to.add(dst)
+                raise PeerFailedError(f"party {self.name!r} cannot send to {dst!r}: {exc.reason}") from None
+            except KeyboardInterrupt:
+                self._stranded_to.add(dst)
+                raise
+            except RuntimeError as exc:  # gloo's own report of the break
+                gone = PeerFailedError(f"link to party {dst!r} broke: {gloo_reason(exc)}")
+                self._mailbox.fail_peer(dst, gone)
+                raise PeerFailedError(f"party {self.name!r} cannot send to {dst!r}: {gone}") from None
 
     def __enter__(self) -> "TorchDistTransport":
         return self
@@ -265,15 +244,15 @@ class TorchDistTransport(Transport):
         self._closed = True
         for peer in self.peers:
             try:
-                with self._send_locks[peer]:
-                    self._send_framed(peer, None)
-            except RuntimeError:
-                continue  # that peer is gone already; nothing to tell it
+                self._send_watched(peer, None)
+            except PeerFailedError:
+                pass  # that peer is gone already; nothing to tell it
+            self._senders[peer].stop()
         deadline = time.monotonic() + linger
         for thread in self._receivers:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        if any(thread.is_alive() for thread in self._receivers):
-            mark_stranded()  # a peer still busy elsewhere: its receiver stays blocked in gloo
+        if self._stranded_to or any(thread.is_alive() for thread in self._receivers):
+            mark_stranded()  # a peer still busy elsewhere: its receiver (or a send to it) stays blocked in gloo
         else:
             dist.destroy_process_group()
 
@@ -287,13 +266,24 @@ def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, 
         with TorchDistTransport(name, parties, host="127.0.0.1", port=port, timeout=timeout,
                                 record=record) as transport:
             value = role(transport, **kwargs)
-        results.put((name, "ok", value, transport.meter.to_dict(), transport.log if record else [],
-                     _own_gpu_peak()))
+        results.put(_report(name, "ok", value, transport.meter.to_dict(), transport.log if record else [],
+                            _own_gpu_peak()))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
-        results.put((name, "error", _portable(exc), None, [], None))
+        results.put(_report(name, "error", _portable(exc), None, [], None))
     results.close()
     results.join_thread()  # the report is with the launcher before a hard exit could drop it
     exit_status(0)
+
+
+def _report(name: str, status: str, value: Any, *rest: Any) -> bytes:
+    """The pickled report for the launcher (the queue's feeder thread would only print why a value
+    cannot be pickled, and the launcher would see a party that ended without a result)."""
+    try:
+        return pickle.dumps((name, status, value, *rest))
+    except Exception as exc:  # noqa: BLE001 - TypeError, PicklingError, AttributeError (a local object), ...
+        what = "result" if status == "ok" else f"error ({type(value).__name__}: {value})"
+        return pickle.dumps((name, "error", ProtocolError(f"party {name!r}'s {what} cannot be sent to the"
+                                                          f" launcher: {type(exc).__name__}: {exc}"), None, [], None))
 
 
 def _own_gpu_peak() -> float | None:
@@ -325,7 +315,7 @@ def _collect(procs: list[Any], parties: tuple[str, ...], results: Any) -> dict[s
     collected: dict[str, tuple] = {}
     while len(collected) < len(parties):
         try:
-            name, *report = results.get(timeout=1.0)
+            name, *report = pickle.loads(results.get(timeout=1.0))
             collected[name] = tuple(report)
         except queue.Empty:
             dead = [p for p in procs if not p.is_alive() and p.name[6:] not in collected]
@@ -360,8 +350,9 @@ def run_parties_torch(roles: Mapping[str, Any], *, kwargs: Mapping[str, Mapping[
                 proc.start()
         collected = _collect(procs, parties, results)
         seconds = time.perf_counter() - start
+        deadline = time.monotonic() + 30  # for them all: each reported, so each is ending
         for proc in procs:
-            proc.join(timeout=30)
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
     finally:
         for proc in procs:
             if proc.is_alive():
@@ -373,3 +364,6 @@ def run_parties_torch(roles: Mapping[str, Any], *, kwargs: Mapping[str, Mapping[
                      comm={n: c[2] for n, c in collected.items()},
                      logs={n: c[3] for n, c in collected.items()},
                      gpu_peak_mib={n: c[4] for n, c in collected.items() if c[4] is not None})
+
+
+__all__ = ["TorchDistTransport", "free_port", "parse_address", "run_parties_torch"]

@@ -73,6 +73,16 @@ def _fake_peer(transport, *, singles, doubles=None):
     if doubles is not None:
         transport.recv("real", Tag(0, "psi", "singles"))
         transport.send("real", Tag(0, "psi", "doubles"), tags=doubles)
+    _stay(transport)
+
+
+def _stay(transport):
+    """Stay until the real party is done (it fails, or the wait ends), so it never sends to a party gone."""
+    from protocols.errors import PeerFailedError
+    try:
+        transport.recv("real", Tag(99, "psi", "never"), timeout=30)
+    except PeerFailedError:
+        pass
 
 
 BAD = {

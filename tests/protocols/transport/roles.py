@@ -153,3 +153,99 @@ def report_progress(progress, steps: int) -> None:
     for done in range(1, steps + 1):
         progress(done, steps)
     progress(steps, steps, "vae")
+
+
+def sends_to_present_after_quitter_left(transport):
+    """Waits for "client" (which sends nothing and returns), then sends to whoever is still there."""
+    from protocols.errors import PeerFailedError
+    from protocols.transport import send_to_present
+
+    try:
+        transport.recv("client", RING, timeout=30.0)
+    except PeerFailedError:
+        pass
+    return send_to_present(transport, ["client"], Tag(1, "ring", "after"), v=np.zeros(10))
+
+
+def returns_a_lock(transport):
+    """A result that cannot be pickled."""
+    import threading
+
+    return threading.Lock()
+
+
+DYING = Tag(0, "dying")
+
+
+def party_that_dies(name, parties, port, results, delay=1.0):
+    """Joins, says it is about to die, and dies ``delay`` s later without closing its transport
+    (its receiver reads on meanwhile)."""
+    import os
+
+    from protocols.transport.torchdist import TorchDistTransport
+
+    transport = TorchDistTransport(name, parties, host="127.0.0.1", port=port, connect_timeout=30, timeout=30)
+    transport.send("sender", DYING)
+    results.put((name, "died"))
+    results.close()
+    results.join_thread()
+    time.sleep(delay)
+    os._exit(3)
+
+
+def send_sees_the_break(name, parties, port, results):
+    """After the peer said it dies, sends small frames until a send fails, with this party's receiver
+    keeping what it saw to itself (as when the send sees the break first); puts (name, (the send's
+    error text, the type of a later wait's error)) on ``results``."""
+    import threading
+
+    def body(transport):
+        record = transport._mailbox.fail_peer
+        transport._mailbox.fail_peer = lambda src, exc: (
+            None if threading.current_thread().name.startswith("recv-") else record(src, exc))
+        transport.recv("dies", DYING)
+        first = _send_until_it_fails(transport, np.zeros(16), 10_000)
+        return first, type(_error_of(lambda: transport.recv("dies", RING, timeout=30))).__name__
+    _as_party(name, parties, port, results, body)
+
+
+def send_in_flight_when_peer_dies(name, parties, port, results):
+    """Sends the peer 50 MB frames until a send fails (one is nearly always in flight when it dies).
+    Puts (name, the send's error text) on ``results``."""
+    def body(transport):
+        return _send_until_it_fails(transport, np.zeros(50_000_000, dtype=np.uint8), 200)
+    _as_party(name, parties, port, results, body)
+
+
+def _as_party(name, parties, port, results, body):
+    """Joins, puts (name, ``body(transport)`` or the error text) on ``results`` and ends as a party
+    process does (at once if a send was left blocked in gloo)."""
+    from protocols.lifecycle import exit_status
+    from protocols.transport.torchdist import TorchDistTransport
+
+    try:
+        with TorchDistTransport(name, parties, host="127.0.0.1", port=port, connect_timeout=30, timeout=30) as t:
+            value = body(t)
+        results.put((name, value))
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put((name, f"{type(exc).__name__}: {exc}"))
+    results.close()
+    results.join_thread()
+    exit_status(0)
+
+
+def _send_until_it_fails(transport, payload, tries):
+    for i in range(tries):
+        error = _error_of(lambda: transport.send("dies", Tag(i, "after"), v=payload))
+        if error is not None:
+            return f"{type(error).__module__}.{type(error).__name__}: {error}"
+        time.sleep(0.001)
+    return "every send went through"
+
+
+def _error_of(call):
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - returned to the caller
+        return exc
+    return None

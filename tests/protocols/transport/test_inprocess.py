@@ -207,3 +207,53 @@ def test_ctrl_c_taken_by_a_party_thread_stops_every_party_before_it_goes_on():
         assert waited < 15 and woken.is_set() and busy_ended.is_set()
     finally:
         release.set()
+
+
+@pytest.mark.parametrize("parties", [[1, 2], ["p", ""], ["p", None]])
+def test_party_names_that_are_not_non_empty_strings_are_refused_up_front(parties):
+    # before, ints were accepted and the first message failed with a DecodeError blaming the peer
+    with pytest.raises(InputError, match=r"party names must be non-empty strings, got \["):
+        InProcessNetwork(parties)
+
+
+@pytest.mark.parametrize("tag", ["r0/stage/a", ("0", "stage"), None])
+def test_a_tag_that_is_not_a_tag_is_refused_at_once(tag):
+    # before, send raised AttributeError and recv waited out its timeout, then blamed the peer
+    net = InProcessNetwork(["p", "q"], timeout=60)
+
+    with pytest.raises(InputError, match="tag must be a protocols.codec.Tag, got"):
+        net["p"].send("q", tag, x=1)
+    with pytest.raises(InputError, match="tag must be a protocols.codec.Tag, got"):
+        net["q"].recv("p", tag)
+    assert net["p"].meter.messages_sent == 0
+
+
+def test_a_party_still_computing_after_an_interrupt_marks_the_process_to_end_with_os_exit(monkeypatch):
+    # Arrange: one party computes without a message to notice the stop (STFL's VAE pretraining);
+    # interpreter shutdown under its running torch threads aborted the process (exit 134, not 130)
+    import signal
+    import threading
+    import time
+
+    from protocols.transport import runner
+
+    marked, release = [], threading.Event()
+    monkeypatch.setattr(runner, "mark_stranded", lambda: marked.append(True))  # not this test process
+    monkeypatch.setattr(runner, "STOP_GRACE", 0.5)
+
+    def busy(transport):
+        release.wait(30)
+
+    def ctrl_c():
+        time.sleep(0.5)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    # Act
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_parties({"busy": busy, "done": lambda transport: None})
+    finally:
+        release.set()
+    # Assert
+    assert marked == [True]

@@ -99,6 +99,25 @@ def test_identity_and_trusted_keys_go_together_and_pin_every_peer(keys):
     check_identity("a", ("b",), None, None)
 
 
+@pytest.mark.parametrize("bad, got", [("not-a-key", "got str"), (bytes(31), "got 31 bytes"),
+                                      (32, "got int"), ("ab" * 32, "got str")])
+def test_a_trusted_key_that_is_not_32_raw_bytes_is_refused_before_any_rendezvous(keys, bad, got):
+    # before, only its presence was checked: a str failed after the rendezvous with a raw TypeError
+    # (bytes("...")), and an int n became n zero bytes; the innocent peer saw its link break
+    a, _, _, b_pub = keys
+    # Act / Assert: the error names the entry and what a key must be
+    with pytest.raises(InputError, match=rf"party 'a': trusted\['c'\] must be 'c''s raw X25519 public key"
+                                         rf" \(32 bytes\), {got}$"):
+        check_identity("a", ("b", "c"), a, {"b": b_pub, "c": bad})
+
+
+def test_a_trusted_key_may_be_any_32_byte_buffer(keys):
+    a, _, _, b_pub = keys
+
+    check_identity("a", ("b",), a, {"b": bytearray(b_pub)})
+    check_identity("a", ("b",), a, {"b": memoryview(b_pub)})
+
+
 @pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 40])
 def test_frames_longer_than_a_chunk_are_sealed_piecewise_and_open_whole(size):
     # Arrange: 8-byte chunks stand in for the AEAD's 2 GiB limit

@@ -258,3 +258,39 @@ def test_a_script_without_a_main_guard_gets_the_reason_not_a_bootstrap_error(tmp
     last = done.stderr.strip().splitlines()[-1]
     assert done.returncode != 0 and last.startswith("protocols.errors.ProtocolError: party process")
     assert "under `if __name__ == \"__main__\":`" in last
+
+
+def test_an_address_that_listens_but_never_answers_fails_at_the_deadline_instead_of_hanging(monkeypatch):
+    # Arrange: a socket that accepts connections and says nothing (a stopped party, another program);
+    # torch's store client would wait for its first answer forever
+    import socket
+    import threading
+    import time
+
+    from protocols.errors import ProtocolError
+    from protocols.transport import watch
+    from protocols.transport.torchdist import TorchDistTransport
+
+    marked = []
+    monkeypatch.setattr(watch, "mark_stranded", lambda: marked.append(True))  # not this test process
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    port = silent.getsockname()[1]
+    start, outcome = time.monotonic(), {}
+
+    def join() -> None:
+        try:
+            TorchDistTransport("b", ("a", "b"), host="127.0.0.1", port=port, connect_timeout=2)
+        except ProtocolError as exc:
+            outcome["error"] = exc
+
+    # Act: in a thread, so that a hang fails this test instead of the suite
+    worker = threading.Thread(target=join, daemon=True)
+    worker.start()
+    worker.join(30)
+    silent.close()
+    # Assert: the one-line rendezvous error, soon after the 2 s deadline
+    assert not worker.is_alive() and time.monotonic() - start < 15
+    assert "does not answer as a rendezvous store" in str(outcome["error"]) and marked == [True]
