@@ -128,6 +128,9 @@ def encode(src: str, dst: str, tag: Tag, fields: Mapping[str, Any]) -> bytes:
     for name, value in fields.items():
         if not isinstance(name, str):
             raise InputError(f"field names must be str, got {name!r}")
+        if isinstance(value, np.ma.MaskedArray):  # its raw data, the masked entries too, would be sent
+            raise InputError(f"field {name!r}: a masked array would send the values it masks; send"
+                             " .filled(value) or .compressed() instead")
         if isinstance(value, np.ndarray):
             wire = _DTYPES.get(value.dtype.name)
             if wire is None:
@@ -146,8 +149,12 @@ def encode(src: str, dst: str, tag: Tag, fields: Mapping[str, Any]) -> bytes:
             _check_json_value(value, name)
             spec = {"name": name, "kind": "json", "value": value}
         specs.append(spec)
-    header = json.dumps({"v": VERSION, "src": src, "dst": dst, "tag": tag.to_json(),
-                         "fields": specs}, separators=(",", ":"), allow_nan=False).encode()
+    try:
+        header = json.dumps({"v": VERSION, "src": src, "dst": dst, "tag": tag.to_json(),
+                             "fields": specs}, separators=(",", ":"), allow_nan=False).encode()
+    except ValueError as exc:  # an int over Python's digit limit for str(); a peer's decoder would refuse it
+        raise InputError(f"message {tag}: a field cannot be encoded as JSON ({str(exc)[:120]});"
+                         " send large numbers as arrays or bytes") from None
     if len(header) > MAX_HEADER_BYTES:
         raise InputError(f"message header is {len(header)} bytes, over the {MAX_HEADER_BYTES} limit;"
                          " send large values as arrays")

@@ -184,6 +184,8 @@ class Transport(ABC):
         (and nothing counted) once ``dst`` is known gone: it closed its transport or its link broke."""
         self._check_peer(dst)
         _check_tag(tag)
+        if fields is not None and not isinstance(fields, Mapping):
+            raise InputError(f"fields must be a mapping of field names to values, got {type(fields).__name__}")
         if self._closed:
             raise ProtocolError(f"party {self.name!r} sent after closing its transport")
         gone = self._mailbox.failure(dst)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from protocols.codec import Message
 from protocols.errors import InputError, PeerFailedError
 from protocols.lifecycle import mark_stranded
-from protocols.transport.base import DEFAULT_TIMEOUT, Transport
+from protocols.transport.base import DEFAULT_TIMEOUT, Transport, checked_timeout
 from protocols.transport.inprocess import InProcessNetwork
 
 Role = Callable[..., Any]
@@ -79,6 +79,7 @@ def run_parties(roles: Mapping[str, Role], *, kwargs: Mapping[str, Mapping[str, 
         raise InputError(f"unknown transport backend {backend!r}; choose one of {list(BACKENDS)}")
     if len(roles) < 2:
         raise InputError(f"a run needs at least two parties, got {list(roles)}")
+    timeout = checked_timeout(timeout, "timeout")  # over torch, else only each party process would say so
     kwargs = kwargs or {}
     unknown = set(kwargs) - set(roles)
     if unknown:

@@ -53,6 +53,19 @@ def test_object_arrays_and_pickleable_objects_are_refused():
         encode("a", "b", TAG, {"x": {1, 2}})
 
 
+def test_a_masked_array_is_refused_rather_than_sending_what_it_masks():
+    # Arrange: the masked entry holds a value the sender means to keep back
+    hidden = np.ma.masked_array([1.0, 42.0], mask=[False, True])
+    # Act / Assert
+    with pytest.raises(InputError, match="field 'x': a masked array would send the values it masks"):
+        encode("a", "b", TAG, {"x": hidden})
+
+
+def test_an_int_too_long_for_json_is_an_input_error():
+    with pytest.raises(InputError, match="cannot be encoded as JSON"):
+        encode("a", "b", TAG, {"n": 10 ** 5000})
+
+
 @pytest.mark.parametrize("frame", [
     b"",
     b"XXXX\x00\x00\x00\x00",

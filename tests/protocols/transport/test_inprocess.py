@@ -257,3 +257,20 @@ def test_a_party_still_computing_after_an_interrupt_marks_the_process_to_end_wit
         release.set()
     # Assert
     assert marked == [True]
+
+
+def test_fields_that_are_not_a_mapping_are_an_input_error():
+    from protocols.codec import Tag
+    from protocols.errors import InputError
+
+    net = InProcessNetwork(["a", "b"])
+    with pytest.raises(InputError, match="fields must be a mapping"):
+        net["a"].send("b", Tag(0, "s", "m"), [("x", 1)])
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "torch"])
+def test_a_run_timeout_a_wait_cannot_take_is_refused_before_any_party_starts(backend):
+    from protocols.errors import InputError
+
+    with pytest.raises(InputError, match="timeout must be a positive number of seconds, got nan"):
+        run_parties({"a": lambda t: None, "b": lambda t: None}, backend=backend, timeout=float("nan"))
