@@ -73,9 +73,12 @@ def secure_client(transport: Transport, *, server: str, vector: np.ndarray, conf
     if me not in survivors:
         return False
     dropped = check_unmask_request(members, survivors, roster.threshold)
-    transport.send(server, secagg_tag(round, "reveal"),
-                   b_of=list(survivors), b_shares=share_rows([held[u][0] for u in survivors]),
-                   sk_of=list(dropped), sk_shares=share_rows([held[u][1] for u in dropped]))
+    try:
+        transport.send(server, secagg_tag(round, "reveal"),
+                       b_of=list(survivors), b_shares=share_rows([held[u][0] for u in survivors]),
+                       sk_of=list(dropped), sk_shares=share_rows([held[u][1] for u in dropped]))
+    except PeerFailedError:  # too late: the server unmasked with the other survivors' shares and finished
+        pass
     return True
 
 

@@ -103,6 +103,28 @@ def test_server_result_holds_no_key_material(recorder):
     assert not any(secret in blob for secret in recorder.all)
 
 
+def test_a_reveal_too_late_for_a_server_that_finished_ends_the_client_quietly(monkeypatch):
+    # Arrange: c1 answers the unmask request after the server's stage timeout; the server unmasks
+    # with the others' shares and its role ends, so its transport is closed before c1 sends
+    import threading
+
+    check = bonawitz_client.check_unmask_request
+
+    def slow_for_c1(*args, **kwargs):
+        if threading.current_thread().name == "party-c1":
+            time.sleep(1.5 * CONFIG.stage_timeout)
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(bonawitz_client, "check_unmask_request", slow_for_c1)
+    inputs = client_inputs(4, 50)
+    # Act
+    run = run_round(inputs, CONFIG)
+    # Assert: c1's masked input is in the sum (the others' shares of its seed unmask it), and c1 ends
+    # as one that took part instead of failing the run on the closed server
+    assert run.results["c1"] is True and run.results["server"].dropped == ()
+    np.testing.assert_allclose(run.results["server"].vector, sum(inputs.values()), atol=1e-5)
+
+
 def test_late_client_is_left_out_and_only_its_pairwise_key_is_revealed(monkeypatch):
     mask = bonawitz_client._mask
 
