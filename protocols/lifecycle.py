@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from protocols.errors import InputError
 
@@ -29,6 +29,8 @@ _PR_SET_PDEATHSIG = 1
 MAX_WORKERS = 1024
 """The most worker processes or threads a pool is given: more than any host's cores."""
 _STRANDED = threading.Event()
+_CLEANUPS: list[Callable[[], None]] = []  # on_hard_exit's
+_CLEANUPS_LOCK = threading.Lock()
 """Set once a transport of this process closed with receiver threads still blocked in native code."""
 
 
@@ -93,6 +95,13 @@ def ctrl_c_stays_here() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
+def on_hard_exit(cleanup: Callable[[], None]) -> None:
+    """Run ``cleanup`` too when :func:`exit_status` ends a stranded process with ``os._exit``, which
+    skips ``atexit`` (e.g. removing a private scratch folder). It must not block or raise."""
+    with _CLEANUPS_LOCK:
+        _CLEANUPS.append(cleanup)
+
+
 def mark_stranded() -> None:
     """Record that threads of this process stay blocked in native code (a closed transport's receivers)."""
     _STRANDED.set()
@@ -138,6 +147,13 @@ def exit_status(code: int) -> int:
     (:func:`mark_stranded`), flush stdout and stderr and end the process now with ``code``,
     skipping the interpreter shutdown that could abort it. Call it last in a process's main."""
     if _STRANDED.is_set():
+        with _CLEANUPS_LOCK:
+            cleanups = list(_CLEANUPS)
+        for cleanup in cleanups:
+            try:
+                cleanup()
+            except Exception:  # noqa: BLE001 - the exit must happen; a cleanup is best effort
+                pass
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -157,4 +173,5 @@ def worker_count(workers: int | None) -> int:
     return workers
 
 
-__all__ = ["MAX_WORKERS", "ctrl_c_stays_here", "die_with_parent", "exit_status", "mark_stranded", "worker_count"]
+__all__ = ["MAX_WORKERS", "ctrl_c_stays_here", "die_with_parent", "exit_status", "mark_stranded", "on_hard_exit",
+           "worker_count"]

@@ -9,11 +9,14 @@ caller would send anyway: ciphertexts and public keys, never a secret key.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import shutil
 import tempfile
 import threading
 from typing import Any
+
+from protocols.lifecycle import on_hard_exit
 
 _LOCK = threading.Lock()
 _SCRATCH: list[str] = []
@@ -25,6 +28,7 @@ def _scratch_path(suffix: str) -> str:
             base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
             path = tempfile.mkdtemp(prefix="securefl-seal-", dir=base)
             atexit.register(shutil.rmtree, path, True)
+            on_hard_exit(functools.partial(shutil.rmtree, path, True))  # os._exit skips atexit
             _SCRATCH.append(path)
     return os.path.join(_SCRATCH[0], f"{os.getpid()}-{threading.get_ident()}.{suffix}")
 

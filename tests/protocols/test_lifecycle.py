@@ -154,3 +154,16 @@ def test_sigterm_raises_terminated_in_the_body_and_the_old_handler_is_back_after
     assert isinstance(stop.value, KeyboardInterrupt) and interrupted_status(stop.value) == 143
     assert interrupted_status(KeyboardInterrupt()) == 130
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_stranded_exit_runs_the_hard_exit_cleanups_that_atexit_would_have(tmp_path):
+    # Arrange: a scratch folder (as SEAL's in /dev/shm) removed at exit; os._exit skips atexit
+    scratch = tmp_path / "scratch"
+    code = ("import shutil, sys\nfrom protocols.lifecycle import exit_status, mark_stranded, on_hard_exit\n"
+            f"p = {str(scratch)!r}\nimport os; os.mkdir(p)\n"
+            "on_hard_exit(lambda: 1 / 0)\n"  # a failing cleanup does not stop the others or the exit
+            "on_hard_exit(lambda: shutil.rmtree(p))\nmark_stranded()\nexit_status(7)\n")
+    # Act
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # Assert
+    assert proc.returncode == 7 and not scratch.exists()
