@@ -117,6 +117,7 @@ def intersect(left_ids: Sequence[str], right_ids: Sequence[str], *, workers: int
     own. ``timeout`` is how long a party waits for a message (default: grows with the
     set sizes).
     """
+    left_ids, right_ids = check_ids(left_ids, source="left_ids"), check_ids(right_ids, source="right_ids")
     n = len(left_ids) + len(right_ids)
     count = resolve_workers(workers)
     wait = timeout if timeout is not None else DEFAULT_TIMEOUT + SECONDS_PER_ITEM * n

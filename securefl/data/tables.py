@@ -68,10 +68,11 @@ def _name_order(name: str) -> tuple[int, float, str]:
 
 
 def exact_ids(column: pd.Series, source: str, name: str) -> list[str]:
-    """A text ID column as a list; empty IDs and duplicates are errors naming ``source`` and the column."""
+    """A text ID column as a list; empty or blank IDs (only spaces: a cell left empty in a spreadsheet)
+    and duplicates are errors naming ``source`` and the column. Other IDs are kept exactly, untrimmed."""
     empty = column.str.strip() == ""
     if empty.any():
-        raise InputError(f"{source}: column {name!r} has {int(empty.sum())} empty ID cell(s)"
+        raise InputError(f"{source}: column {name!r} has {int(empty.sum())} empty or blank ID cell(s)"
                          f" (first in data row {int(np.flatnonzero(empty.to_numpy())[0]) + 1})")
     return check_ids(column.tolist(), source=source)
 

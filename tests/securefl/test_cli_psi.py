@@ -65,7 +65,7 @@ def _bad_file(kind, folder):
     ("duplicates", "duplicate"),
     ("empty", "empty"),
     ("binary", "cannot read CSV"),
-    ("empty_id", "empty_id.csv: column 'id' has 1 empty ID cell(s) (first in data row 2)"),
+    ("empty_id", "empty_id.csv: column 'id' has 1 empty or blank ID cell(s) (first in data row 2)"),
     ("trailing_comma", "trailing_comma.csv: data rows hold more fields than the header names"),
 ])
 def test_bad_input_gives_one_line_error_and_writes_nothing(tmp_path, two_parties, capsys, kind, message):

@@ -128,6 +128,20 @@ def test_non_str_ids_are_input_errors(ids):
         check_ids(ids, source="src")
 
 
+@pytest.mark.parametrize("left, message", [
+    (None, "left_ids: IDs must be a sequence of str, got NoneType"),
+    ("abc", "left_ids: IDs must be a sequence of str, got a single str"),
+])
+def test_intersect_names_a_bad_id_argument(left, message):
+    with pytest.raises(InputError, match=message):
+        intersect(left, ["a"], workers=0)
+
+
+def test_intersect_takes_any_iterable_of_ids_as_psi_two_party_does():
+    left, right, _ = intersect((str(i) for i in range(5)), iter(["3", "9"]), workers=0)
+    assert left.ids == right.ids == ["3"]
+
+
 def test_str_subclasses_become_plain_str():
     ids = check_ids(np.array(["a", "b"]), source="x")
 

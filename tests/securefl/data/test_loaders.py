@@ -137,7 +137,7 @@ def test_infinite_values_and_empty_ids_are_errors(tmp_path, bank):
 
     with pytest.raises(InputError, match=r"inf\.csv: column 'v' holds infinite values"):
         load_party_csvs([bank, infinite], id_column="id", label_column="y")
-    with pytest.raises(InputError, match=r"noid\.csv: column 'id' has 1 empty ID cell"):
+    with pytest.raises(InputError, match=r"noid\.csv: column 'id' has 1 empty or blank ID cell"):
         load_party_csvs([bank, no_id], id_column="id", label_column="y")
 
 

@@ -68,7 +68,7 @@ def test_an_empty_id_in_a_client_csv_is_refused(tmp_path):
     from securefl.data.tdcd_clients import load_client_csv
 
     (tmp_path / "a.csv").write_text("id,x,y\n1,1.0,2.0\n,2.0,3.0\n")
-    with pytest.raises(InputError, match="column 'id' has 1 empty ID cell"):
+    with pytest.raises(InputError, match="column 'id' has 1 empty or blank ID cell"):
         load_client_csv(tmp_path / "a.csv", name="a", id_column="id", label="y")
 
 
