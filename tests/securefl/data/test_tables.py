@@ -117,7 +117,8 @@ def test_ids_are_read_as_the_text_in_the_file_and_empty_ones_are_refused(tmp_pat
     ids = exact_ids(read_text_column(good, "id"), "ids.csv", "id")
     # Assert
     assert ids == ["007", "7", " 7"]
-    with pytest.raises(InputError, match=r"empty\.csv: column 'id' has 1 empty or blank ID cell\(s\) \(first in data row 2\)"):
+    with pytest.raises(InputError,
+                       match=r"empty\.csv: column 'id' has 1 empty or blank ID cell\(s\) \(first in data row 2\)"):
         exact_ids(read_text_column(empty, "id"), "empty.csv", "id")
 
 
