@@ -47,6 +47,8 @@ def split_ids(ids: Sequence[str], *, seed: int, fractions: tuple[float, float, f
     if len(fractions) != 3 or any(f < 0 for f in fractions) or not np.isclose(sum(fractions), 1.0):
         raise InputError(f"fractions must be three non-negative numbers summing to 1, got {fractions}")
     values = np.array(ids, dtype=object)
+    if len(set(ids)) != len(values):  # copies of one ID would land in two of the sets
+        raise InputError(f"{owner}: its IDs repeat; every ID must appear once to be split")
     order = SeedPlan(seed).numpy("split").permutation(len(values))
     n_self = int(round(fractions[0] * len(values)))
     n_train = int(round(fractions[1] * len(values)))

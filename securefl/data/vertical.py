@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from protocols.errors import InputError
+from protocols.psi import check_ids
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,9 @@ class PartyTable:
     labels: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        # one row per ID: the methods that join by ID without PSI (Centralized, Hierarchical, the split
+        # NN) would keep one copy's features and could put the copies in both train and test
+        check_ids(self.ids, source=f"party {self.name!r} IDs")
         feats = self.features
         if not isinstance(feats, np.ndarray) or feats.ndim != 2:
             raise InputError(f"party {self.name!r}: features must be a 2-D array")

@@ -34,6 +34,24 @@ def test_a_malformed_party_table_is_refused_naming_the_party(kwargs, message):
     assert str(err.value) == message
 
 
+@pytest.mark.parametrize(("ids", "message"), [
+    (("a", "b", "a"), "party 'p' IDs: 1 duplicate ID"),
+    (("a", "b", 3), "party 'p' IDs: ID at position 2 is int 3, not str"),
+])
+def test_party_ids_must_be_distinct_strings(ids, message):
+    # before, a repeated ID reached the methods that join by ID without PSI (Centralized,
+    # Hierarchical, the split NN): its copies could land in both train and test
+    with pytest.raises(InputError, match=message):
+        _table(ids=ids)
+
+
+def test_an_id_split_refuses_repeated_ids():
+    from securefl.data.split import split_ids
+
+    with pytest.raises(InputError, match="the active party: its IDs repeat"):
+        split_ids(["a", "b", "a", "c", "d"], seed=0)
+
+
 def test_rows_keeps_ids_features_and_labels_together_in_the_order_asked():
     # Arrange
     table = _table(labels=np.array([0, 1, 0]))
