@@ -92,6 +92,11 @@ class Mailbox:
             self._frames[(src, tag)].append(frame)
             self._cond.notify_all()
 
+    def unread(self) -> list[bytes]:
+        """The frames that arrived and were never awaited, in no particular order (left in place)."""
+        with self._cond:
+            return [frame for frames in self._frames.values() for frame in frames]
+
     def fail_peer(self, src: str, exc: Exception) -> None:
         """Make every wait on ``src`` raise ``exc`` (the link to it broke)."""
         with self._cond:
@@ -211,6 +216,20 @@ class Transport(ABC):
         if self.record:
             self.log.append(message)
         return message
+
+    def delivered(self) -> list[Message]:
+        """With ``record``: every message delivered to this party -- those it awaited, in order, then
+        those that arrived and were never awaited (a peer's late or unexpected message is something
+        the party saw too, so what it learns is read from this, not from ``log`` alone)."""
+        if not self.record:
+            return []
+        late = []
+        for frame in self._mailbox.unread():
+            try:
+                late.append(decode(frame))
+            except DecodeError:  # a frame no recv could have read: the party learns nothing from it
+                continue
+        return [*self.log, *sorted(late, key=lambda m: (m.src, m.tag.round, m.tag.stage, m.tag.name))]
 
     def broadcast(self, dsts: Any, tag: Tag, fields: Mapping[str, Any] | None = None, /,
                   **kwfields: Any) -> int:

@@ -39,6 +39,10 @@ shutdown under its running torch threads (which aborts: exit 134 instead of 130)
 class RunResult:
     """What a run produced: each party's return value, traffic and delivery log.
 
+    ``logs`` (with ``record=True``): every message delivered to each party -- those it
+    awaited, in order, then those that arrived and were never awaited
+    (:meth:`~protocols.transport.base.Transport.delivered`).
+
     ``gpu_peak_mib``: with the torch backend, each party process that used CUDA reports its own
     peak GPU memory. In one process the parties share one counter, so a caller measures the
     whole run instead, and this stays empty.
@@ -133,7 +137,7 @@ def _run_inprocess(roles: Mapping[str, Role], kwargs: Mapping[str, Mapping[str, 
         raise _first_cause(failures)
     return RunResult(results=results, seconds=seconds,
                      comm={name: t.meter.to_dict() for name, t in network.transports.items()},
-                     logs={name: list(t.log) for name, t in network.transports.items()})
+                     logs={name: t.delivered() for name, t in network.transports.items()})
 
 
 def _wait(done: Iterable[threading.Event], *, within: float | None = None) -> None:

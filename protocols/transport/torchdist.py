@@ -266,7 +266,7 @@ def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, 
         with TorchDistTransport(name, parties, host="127.0.0.1", port=port, timeout=timeout,
                                 record=record) as transport:
             value = role(transport, **kwargs)
-        results.put(_report(name, "ok", value, transport.meter.to_dict(), transport.log if record else [],
+        results.put(_report(name, "ok", value, transport.meter.to_dict(), transport.delivered(),
                             _own_gpu_peak()))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
         results.put(_report(name, "error", _portable(exc), None, [], None))

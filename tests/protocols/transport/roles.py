@@ -249,3 +249,14 @@ def _error_of(call):
     except Exception as exc:  # noqa: BLE001 - returned to the caller
         return exc
     return None
+
+
+ASIDE = Tag(0, "ring", "aside")
+
+
+def ring_with_an_aside(transport, *, length: int = 10):
+    """As :func:`ring`, and each party also sends its next one a message that is never awaited,
+    before it sends the ring's (so it has arrived when the ring's has)."""
+    me = transport.parties.index(transport.name)
+    transport.send(transport.parties[(me + 1) % len(transport.parties)], ASIDE, secret=np.arange(3.0))
+    return ring(transport, length=length)

@@ -274,3 +274,19 @@ def test_a_run_timeout_a_wait_cannot_take_is_refused_before_any_party_starts(bac
 
     with pytest.raises(InputError, match="timeout must be a positive number of seconds, got nan"):
         run_parties({"a": lambda t: None, "b": lambda t: None}, backend=backend, timeout=float("nan"))
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "torch"])
+def test_a_message_never_awaited_is_still_in_the_recorded_log(backend):
+    # Arrange: what a party learns is read from its log, so a peer's message it never awaited
+    # (a late one, or a protocol bug sending something extra) must be there too
+    from tests.protocols.transport import roles
+
+    # Act
+    run = run_parties({"a": roles.ring_with_an_aside, "b": roles.ring_with_an_aside}, backend=backend,
+                      record=True, timeout=60)
+    # Assert: the awaited message first, then the one never awaited, with its values
+    for party, peer in (("a", "b"), ("b", "a")):
+        tags = [(m.src, m.tag) for m in run.logs[party]]
+        assert tags == [(peer, roles.RING), (peer, roles.ASIDE)]
+        assert run.logs[party][1]["secret"].tolist() == [0.0, 1.0, 2.0]
