@@ -275,15 +275,18 @@ def _child(name: str, parties: tuple[str, ...], role: Any, kwargs: Mapping[str, 
     exit_status(0)
 
 
-def _report(name: str, status: str, value: Any, *rest: Any) -> bytes:
-    """The pickled report for the launcher (the queue's feeder thread would only print why a value
-    cannot be pickled, and the launcher would see a party that ended without a result)."""
+def _report(name: str, status: str, value: Any, *rest: Any) -> tuple:
+    """The report for the launcher, checked to pickle here: the queue pickles in its feeder thread,
+    which would only print why a value cannot be pickled, and the launcher would see a party that
+    ended without a result. (Only this party's own launcher reads it; nothing crosses to a peer.)"""
+    report = (name, status, value, *rest)
     try:
-        return pickle.dumps((name, status, value, *rest))
+        pickle.dumps(report)
     except Exception as exc:  # noqa: BLE001 - TypeError, PicklingError, AttributeError (a local object), ...
         what = "result" if status == "ok" else f"error ({type(value).__name__}: {value})"
-        return pickle.dumps((name, "error", ProtocolError(f"party {name!r}'s {what} cannot be sent to the"
-                                                          f" launcher: {type(exc).__name__}: {exc}"), None, [], None))
+        return (name, "error", ProtocolError(f"party {name!r}'s {what} cannot be sent to the launcher:"
+                                             f" {type(exc).__name__}: {exc}"), None, [], None)
+    return report
 
 
 def _own_gpu_peak() -> float | None:
@@ -315,7 +318,7 @@ def _collect(procs: list[Any], parties: tuple[str, ...], results: Any) -> dict[s
     collected: dict[str, tuple] = {}
     while len(collected) < len(parties):
         try:
-            name, *report = pickle.loads(results.get(timeout=1.0))
+            name, *report = results.get(timeout=1.0)
             collected[name] = tuple(report)
         except queue.Empty:
             dead = [p for p in procs if not p.is_alive() and p.name[6:] not in collected]
