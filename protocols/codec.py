@@ -84,6 +84,13 @@ class Tag:
             raise DecodeError(f"malformed tag in header: {exc}") from None
 
 
+def check_tag(tag: Any) -> Tag:
+    """``tag`` if it is a :class:`Tag`; else InputError (a str would fail later, and obscurely)."""
+    if not isinstance(tag, Tag):
+        raise InputError(f"tag must be a protocols.codec.Tag, got {type(tag).__name__} {tag!r}")
+    return tag
+
+
 @dataclass(frozen=True)
 class Message:
     """A decoded message: who sent it to whom, its tag, and its named fields."""

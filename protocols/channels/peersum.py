@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from protocols.channels import crypto, fixedpoint
 from protocols.channels.prg import DEFAULT_PRG, MaskAccumulator
-from protocols.codec import Tag
+from protocols.codec import Tag, check_tag
 from protocols.errors import InputError, ProtocolError
 from protocols.transport.base import Transport
 
@@ -76,8 +76,7 @@ class PeerSum:
 
     def total(self, vector: np.ndarray, *, tag: Tag) -> np.ndarray:
         """The members' sum of ``vector`` (float64, same shape), each member calling with the same ``tag``."""
-        if not isinstance(tag, Tag):
-            raise InputError(f"peer sum: tag must be a protocols.codec.Tag, got {type(tag).__name__} {tag!r}")
+        check_tag(tag)
         if tag in self._used:
             raise InputError(f"peer sum: tag {tag} was used already; its masks would repeat and reveal the"
                              " difference of the two vectors")

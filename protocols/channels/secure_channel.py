@@ -34,7 +34,7 @@ from typing import Any, Mapping
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from protocols.channels import crypto
-from protocols.codec import Message, Tag, decode, encode
+from protocols.codec import Message, Tag, check_tag, decode, encode
 from protocols.errors import (CryptoError, DecodeError, InputError, ProtocolError,
                               TagMismatchError)
 from protocols.transport.base import Transport
@@ -107,7 +107,7 @@ class SecureChannel:
 
     def send(self, tag: Tag, fields: Mapping[str, Any] | None = None, /, **kwfields: Any) -> int:
         """Encrypt ``fields`` to the peer under ``tag``; return the bytes put on the wire."""
-        _check_tag(tag)
+        check_tag(tag)
         self._check_usable()
         if self._send_seq > crypto.MAX_SEQ:
             raise ProtocolError("secure channel exhausted its sequence numbers; establish a new one")
@@ -124,7 +124,7 @@ class SecureChannel:
         mismatch) raises CryptoError; a missing peer still raises the transport's
         PeerTimeoutError / PeerFailedError.
         """
-        _check_tag(tag)
+        check_tag(tag)
         self._check_usable()
         seq = self._recv_seq
         try:
@@ -198,11 +198,6 @@ def _handshake_ikm(ephemeral: X25519PrivateKey, identity: X25519PrivateKey | Non
     if not initiator and their_static:
         parts.append(crypto.agree(ephemeral, their_static))
     return b"".join(parts)
-
-
-def _check_tag(tag: object) -> None:
-    if not isinstance(tag, Tag):
-        raise InputError(f"tag must be a protocols.codec.Tag, got {type(tag).__name__} {tag!r}")
 
 
 def _associated(src: str, dst: str, tag: Tag, seq: int) -> bytes:

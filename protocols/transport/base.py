@@ -15,7 +15,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from protocols.codec import Message, Tag, decode, decode_header, encode
+from protocols.codec import Message, Tag, check_tag, decode, decode_header, encode
 from protocols.errors import (DecodeError, InputError, PeerFailedError, PeerTimeoutError, ProtocolError,
                               TagMismatchError)
 
@@ -188,7 +188,7 @@ class Transport(ABC):
         """Send ``fields`` to ``dst`` under ``tag``; return the bytes put on the wire. PeerFailedError
         (and nothing counted) once ``dst`` is known gone: it closed its transport or its link broke."""
         self._check_peer(dst)
-        _check_tag(tag)
+        check_tag(tag)
         if fields is not None and not isinstance(fields, Mapping):
             raise InputError(f"fields must be a mapping of field names to values, got {type(fields).__name__}")
         if self._closed:
@@ -204,7 +204,7 @@ class Transport(ABC):
     def recv(self, src: str, tag: Tag, *, timeout: float | None = None) -> Message:
         """Wait for the message from ``src`` with exactly ``tag``; decode and check it."""
         self._check_peer(src)
-        _check_tag(tag)
+        check_tag(tag)
         wait = self.timeout if timeout is None else checked_timeout(timeout, "recv timeout", poll=True)
         frame = self._mailbox.get(src, tag, wait)
         message = decode(frame)
@@ -246,11 +246,6 @@ class Transport(ABC):
     @abstractmethod
     def _send_frame(self, dst: str, frame: bytes) -> None:
         """Move one encoded frame to ``dst`` (backend-specific)."""
-
-
-def _check_tag(tag: Any) -> None:
-    if not isinstance(tag, Tag):
-        raise InputError(f"tag must be a protocols.codec.Tag, got {tag!r}")
 
 
 def send_to_present(transport: Transport, recipients: Sequence[str], tag: Tag, **fields: Any) -> list[str]:
