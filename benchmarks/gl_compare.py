@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from benchmarks.common import git_commit, markdown_table, run_main, short_commit, writable, write_text
 from benchmarks.gl_merge import load_result, upgrade
+from benchmarks.stats import sample_std
 
 METRICS = ("auroc", "accuracy", "balanced_accuracy", "auprc")
 
@@ -56,7 +57,7 @@ def summarise(per_seed: Mapping[int, Sequence[float]]) -> dict[str, float]:
     """Mean difference over every (seed, client) pair, its standard error over seeds, max |difference|."""
     flat = [d for diffs in per_seed.values() for d in diffs]
     seed_means = [statistics.fmean(d) for d in per_seed.values()]
-    se = statistics.stdev(seed_means) / math.sqrt(len(seed_means)) if len(seed_means) > 1 else math.nan
+    se = sample_std(seed_means) / math.sqrt(len(seed_means))  # nan for one seed
     return {"seeds": len(per_seed), "pairs": len(flat), "mean": statistics.fmean(flat), "se": se,
             "max_abs": max(abs(d) for d in flat)}
 

@@ -22,7 +22,6 @@ latents' Gaussian distribution that they reveal nothing (its Section IV-B).
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 from dataclasses import asdict, dataclass
@@ -35,6 +34,7 @@ from benchmarks.common import (RESULTS_DIR, count_option, dataset_names, markdow
                                run_main, writable, write_json, write_text)
 
 from benchmarks.stfl import DATASETS, PAPER_NAMES
+from benchmarks.stats import mean_std, sample_std
 
 QUICK_DATASETS = ("breast_sklearn",)
 READINGS = ("mean", "sample")
@@ -88,7 +88,7 @@ def summarise(seeds: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for reading, shares in readings.items():
             for known in shares:
                 values = [s[name][reading][known] for s in seeds]
-                std = statistics.stdev(values) if len(values) > 1 else math.nan
+                std = sample_std(values)
                 out.setdefault(name, {}).setdefault(reading, {})[known] = {"mean": statistics.fmean(values),
                                                                            "std": std, "n": len(values)}
     return out
@@ -96,7 +96,7 @@ def summarise(seeds: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def _cell(s: dict[str, Any]) -> str:
     """A cell, "mean ± std"; one seed has no spread, so "mean (n=1)" (n decides: older files stored std 0)."""
-    return f"{s['mean']:.3f} ± {s['std']:.3f}" if s.get("n", 2) > 1 else f"{s['mean']:.3f} (n={s['n']})"
+    return mean_std(s["mean"], s["std"], s.get("n", 2), digits=3, count=False)
 
 
 def markdown(meta: dict[str, Any], results: dict[str, Any]) -> str:

@@ -33,7 +33,6 @@ party can read beyond dL/da, since it decrypts whole polynomials and every slot.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 from dataclasses import asdict, dataclass
@@ -46,6 +45,7 @@ from benchmarks.common import (RESULTS_DIR, count_option, dataset_names, named_r
                                run_main, writable, write_json, write_text)
 from benchmarks.key_owner import key_owner_views
 from benchmarks.leakage_report import markdown, number_text
+from benchmarks.stats import sample_std
 
 DATASETS = ("breast", "default_credit", "give_credit")
 KEY_OWNER_SEEDS = 3  # fresh keys and data per seed; about 25 s each here
@@ -167,7 +167,7 @@ def summary(seeds: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for key in ("norm_auroc", "norm_auroc_oriented", "cosine_auroc"):  # oriented: absent from older runs
         values = [s["he_vfl"][key] for s in seeds if s["he_vfl"].get(key) is not None]
         out[key] = statistics.fmean(values) if values else None
-        out[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else math.nan if values else None
+        out[f"{key}_std"] = sample_std(values) if values else None
     out["positive_rate"] = statistics.fmean(s["he_vfl"].get("positive_rate", float("nan")) for s in seeds)
     out["stfl_float_values"] = max(p["float_values"] for s in seeds for p in s["stfl"].values())
     out["stfl_kinds"] = sorted({k for s in seeds for p in s["stfl"].values() for k in p["kinds"]})
