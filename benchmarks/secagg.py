@@ -6,10 +6,11 @@
 Every party runs in-process (one thread each), so a round's wall time holds the work
 of all clients and the server on this machine's cores. Each scenario (plain or
 secure, 0..k dropouts after key sharing) runs ``repeats`` times after one warm-up
-round; the median is reported. Dropouts are detected by the server's stage timeout,
-so a dropout round also waits that long; the server reports this idle wait and the
-table shows ``work = wall - wait`` and ``added = work(secure) - work(plain)`` for the
-same number of dropouts. A second table gives the PRG's keystream throughput.
+round; the median is reported. A dropped client stops after key sharing and leaves
+(its role returns), which the server notices at once, as over torch.distributed; one
+that stayed silent instead would cost the stage timeout. The server reports its idle
+wait and the table shows ``work = wall - wait`` and ``added = work(secure) - work(plain)``
+for the same number of dropouts. A second table gives the PRG's keystream throughput.
 """
 
 from __future__ import annotations
@@ -153,8 +154,9 @@ def markdown(meta: dict[str, Any], out: dict[str, Any], settings: BenchSettings)
     return "\n".join([
         markdown_header("Secure aggregation vs plain summation", meta),
         f"{settings.clients} clients x {settings.length:,} float64, one server, all in-process.",
-        "Dropped clients stop after key sharing; the server notices after the stage timeout"
-        f" ({settings.stage_timeout:g} s). Seconds are medians of {settings.repeats} rounds;"
+        "Dropped clients stop after key sharing and leave, which the server notices at once (a client"
+        f" that stayed silent would cost the stage timeout, {settings.stage_timeout:g} s; until 2026-11-28"
+        f" a client that left in-process did too). Seconds are medians of {settings.repeats} rounds;"
         " work = wall - dropout wait (the server's idle time after the last surviving message);"
         " added work / wall = secure minus plain with the same dropouts. All parties share this"
         " machine's cores, so single rounds vary; medians smooth that.",
